@@ -1,0 +1,117 @@
+"""The backend contract: one loaded model, stepped in batches by one engine worker.
+
+A backend knows its :class:`~captioner.asr.geometry.ChunkGeometry` and its batch
+capacity ``B``. It keeps *no per-session state of its own*: every session's state
+travels in :class:`StepRow` / :class:`StepResult`, so one backend serves any
+number of sessions (microphone and system audio are two sessions of one backend).
+
+Only the engine worker thread calls :meth:`Backend.step`; a backend need not be
+thread-safe. Backends never import Qt.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from captioner.asr.geometry import ChunkGeometry
+from captioner.events import Event
+
+
+class BackendError(RuntimeError):
+    """A model could not be loaded or run. The message says what and how to fix it."""
+
+
+@dataclass
+class StepRow:
+    """One session's slot in a batched model call.
+
+    Attributes:
+        audio: ``[chunk_size] float32`` samples in [-1, 1] at the backend's sample
+            rate, or ``None`` for a finish-only row (``end()`` with no new audio:
+            the backend only finalises the session's state).
+        state: the session's backend state from the previous :class:`StepResult`,
+            or ``None`` for a fresh session (the backend builds the initial state).
+        start: stream time (s) of the first *new* sample in ``audio`` (the overlap
+            before it was decoded by the previous call).
+        end: stream time (s) just after the last real (non-padding) sample.
+        last: True on the final row of a stream (sent by ``end()``): the backend
+            flushes whatever it holds back and may emit an end-of-stream turn.
+    """
+
+    audio: np.ndarray | None
+    state: Any
+    start: float
+    end: float
+    last: bool = False
+
+
+@dataclass
+class StepResult:
+    """What one row of a model call produced.
+
+    Attributes:
+        state: the session's new backend state, passed back in the next row.
+        events: events decoded from this row only (text deltas, turn boundaries,
+            VAD probabilities), with an empty ``source``.
+    """
+
+    state: Any
+    events: list[Event] = field(default_factory=list)
+
+
+class Backend(abc.ABC):
+    """A loaded streaming model shared by every session.
+
+    Attributes:
+        name: short backend name for messages and stats ("default", "audio8", ...).
+        geometry: chunk layout; ``geometry.sample_rate`` is the rate sessions feed.
+        batch_size: ``B``, the most sessions one :meth:`step` call decodes.
+        flush_chunks: whole chunks of silence appended by ``end()`` after the last
+            audio chunk (Audio8: ``right_pad_text_tokens`` = 10; TFLite: 0).
+        exact_block_invariance: True when block size provably never changes the
+            transcript (fixed-chunk causal models); False for re-decoding models
+            (the default Moonshine model), where it holds only approximately.
+    """
+
+    name: str = "backend"
+    geometry: ChunkGeometry
+    batch_size: int = 1
+    flush_chunks: int = 0
+    exact_block_invariance: bool = True
+
+    @property
+    def sample_rate(self) -> int:
+        """Input sample rate in Hz (``geometry.sample_rate``)."""
+        return self.geometry.sample_rate
+
+    @abc.abstractmethod
+    def step(self, rows: Sequence[StepRow]) -> list[StepResult]:
+        """Decode up to ``batch_size`` rows in one model call.
+
+        Args:
+            rows: 1..B rows, each from a different session. A backend with a fixed
+                batch pads the missing rows itself with silence from the initial
+                state; those padding rows never reach a session.
+
+        Returns:
+            One :class:`StepResult` per row, in order.
+
+        Raises:
+            BackendError (or any exception): the engine re-raises it in every
+            session waiting on this call and keeps its worker running.
+        """
+
+    def close(self) -> None:
+        """Release model resources (interpreters, GPU memory). Idempotent."""
+
+    def describe(self) -> str:
+        """One line for logs and the UI: backend, model, geometry."""
+        g = self.geometry
+        clock = f", clock {g.clock_ms} ms, delay {g.delay_ms} ms" if g.clock_ms else ""
+        return (
+            f"{self.name}: {g.sample_rate} Hz, chunk {g.chunk_size}/{g.chunk_step} samples{clock}, B={self.batch_size}"
+        )

@@ -1,0 +1,301 @@
+"""A per-source streaming session: leftover audio + model state, ``start``/``feed``/``end``.
+
+Rules (TensorFlowASR inference page, section 4; DESIGN section 1):
+
+* ``feed(block)`` accepts any number of samples and returns only the events decoded
+  since the last call. Audio that does not fill a chunk waits in the buffer, so block
+  size changes latency, never the transcript.
+* After each call the buffer advances by ``chunk_step``; only the overlap
+  ``chunk_size - chunk_step`` (already decoded) stays as left context.
+* ``end()`` pads the remainder to a whole chunk only when there is new audio beyond
+  the overlap, appends the backend's ``flush_chunks`` chunks of silence, finalises,
+  and resets. Pure overlap is never decoded twice.
+* ``start()`` and ``end()`` both reset, so an abandoned session cannot leak state.
+
+A session sends its chunks in order and waits for each one; do not call one session
+from two threads at once. To batch several sessions from one thread use
+:func:`feed_many`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from captioner.asr.base import Backend, StepResult, StepRow
+from captioner.engine.batcher import BatchEngine
+from captioner.events import Event, Stats, TextDelta, TurnBoundary, with_source
+
+
+def sanitize(block: np.ndarray | Sequence[float]) -> tuple[np.ndarray, int]:
+    """Make a mono float32 block safe for a model.
+
+    Args:
+        block: ``[n]`` (or ``[1, n]``) samples, nominally in [-1, 1].
+
+    Returns:
+        ``([n] float32, count)``: NaN/inf replaced by 0.0 (silence) and values
+        clipped to [-1, 1]; ``count`` is the number of non-finite samples replaced.
+
+    Raises:
+        ValueError: the block is not one channel.
+    """
+    arr = np.asarray(block, dtype=np.float32)
+    if arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != 1:
+        raise ValueError(f"a session takes mono [n] samples, got shape {arr.shape}; downmix first")
+    bad = ~np.isfinite(arr)
+    count = int(bad.sum())
+    if count:
+        arr = np.where(bad, np.float32(0.0), arr)
+    return np.clip(arr, -1.0, 1.0).astype(np.float32, copy=False), count
+
+
+class StreamingSession:
+    """One stream of audio (one source) decoded through a shared :class:`BatchEngine`.
+
+    Args:
+        engine: the shared engine (``BatchEngine.shared(backend)``) or a backend,
+            in which case its shared engine is used.
+        source: label stamped on every event ("You", "Meeting", a file name).
+
+    Attributes:
+        buffer: ``[n] float32`` audio not yet decoded plus the overlap tail.
+        state: this session's backend state, ``None`` until something decodes.
+        samples_in: stream samples fed since ``start()``.
+        nonfinite_samples: NaN/inf samples replaced by silence since ``start()``.
+    """
+
+    def __init__(self, engine: BatchEngine | Backend, source: str = "") -> None:
+        self.engine = engine if isinstance(engine, BatchEngine) else BatchEngine.shared(engine)
+        self.backend = self.engine.backend
+        self.geometry = self.backend.geometry
+        self.source = source
+        self.start()
+
+    # -- public API -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Reset to a fresh stream at stream time 0."""
+        self.buffer = np.zeros(0, dtype=np.float32)
+        self.state = None
+        self.samples_in = 0
+        self.nonfinite_samples = 0
+        self._buf_pos = 0  # stream index of buffer[0]
+        self._new_from = 0  # stream index of the first sample not yet decoded
+        self._ending = False
+        self._finished = False
+        self._text_since_turn = False
+        self._step_s = 0.0
+        self._steps = 0
+
+    @property
+    def sample_rate(self) -> int:
+        """Input rate (Hz) the session expects."""
+        return self.geometry.sample_rate
+
+    @property
+    def stream_time(self) -> float:
+        """Seconds of audio fed since ``start()``."""
+        return self.samples_in / self.sample_rate
+
+    @property
+    def pending_samples(self) -> int:
+        """New samples waiting for a whole chunk (not counting the overlap)."""
+        return self._buf_pos + len(self.buffer) - self._new_from
+
+    def feed(self, block: np.ndarray | Sequence[float]) -> list[Event]:
+        """Add audio and decode every whole chunk it completes.
+
+        Args:
+            block: ``[n] float32`` mono samples at ``sample_rate``; any ``n >= 0``.
+
+        Returns:
+            Events decoded since the last call, labelled with ``source``.
+
+        Raises:
+            ValueError: the block is not mono.
+            Exception: whatever the model raised for this session's call.
+        """
+        self._push(block)
+        return self._drive_sync()
+
+    def end(self) -> list[Event]:
+        """Flush the stream (see module rules), finalise, and reset.
+
+        Returns:
+            The last events, ending with a ``TurnBoundary(kind="end_of_stream")`` when
+            text was emitted since the previous turn boundary.
+        """
+        self._begin_end()
+        try:
+            return self._drive_sync() + self._end_events()
+        finally:
+            self.start()
+
+    async def infer(self, block: np.ndarray | Sequence[float]) -> list[Event]:
+        """Async :meth:`feed`: the event loop keeps running while the engine decodes."""
+        self._push(block)
+        return await self._drive_async()
+
+    async def aend(self) -> list[Event]:
+        """Async :meth:`end`."""
+        self._begin_end()
+        try:
+            return await self._drive_async() + self._end_events()
+        finally:
+            self.start()
+
+    def stats(self) -> Stats:
+        """Per-session health: mean step ms, real-time factor, decoded audio seconds."""
+        audio_s = self._steps * self.geometry.chunk_seconds
+        return Stats(
+            step_ms=1000.0 * self._step_s / self._steps if self._steps else 0.0,
+            rtf=self._step_s / audio_s if audio_s else 0.0,
+            backlog_s=self.pending_samples / self.sample_rate,
+            audio_s=self.samples_in / self.sample_rate,
+            nonfinite_samples=self.nonfinite_samples,
+            source=self.source,
+        )
+
+    # -- internals ---------------------------------------------------------------------------
+    def _push(self, block: np.ndarray | Sequence[float]) -> None:
+        if self._ending:
+            raise RuntimeError("session is ending; call start() before feeding more audio")
+        arr, bad = sanitize(block)
+        self.nonfinite_samples += bad
+        if arr.size:
+            self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
+            self.samples_in += arr.size
+
+    def _begin_end(self) -> None:
+        g = self.geometry
+        has_new = self.pending_samples > 0
+        decoded_any = self._new_from > 0
+        pad = 0
+        if has_new:
+            n = len(self.buffer)
+            if n <= g.chunk_size:
+                pad = g.chunk_size - n
+            else:
+                pad = (-(n - g.chunk_size)) % g.chunk_step
+        if has_new or decoded_any:
+            pad += self.backend.flush_chunks * g.chunk_step
+        if pad:
+            self.buffer = np.concatenate([self.buffer, np.zeros(pad, dtype=np.float32)])
+        self._real_end = self._buf_pos + len(self.buffer) - pad  # stream index after real audio
+        self._ending = True
+
+    def _next_row(self) -> StepRow | None:
+        g = self.geometry
+        sr = g.sample_rate
+        if len(self.buffer) >= g.chunk_size:
+            chunk = self.buffer[: g.chunk_size]
+            chunk_end = self._buf_pos + g.chunk_size
+            last = self._ending and len(self.buffer) - g.chunk_step < g.chunk_size
+            real_end = min(chunk_end, self._real_end) if self._ending else chunk_end
+            return StepRow(chunk, self.state, self._new_from / sr, max(real_end, self._new_from) / sr, last)
+        if self._ending and not self._finished:
+            t = self.samples_in / sr
+            return StepRow(None, self.state, t, t, True)
+        return None
+
+    def _apply(self, row: StepRow, result: StepResult, dt: float) -> list[Event]:
+        g = self.geometry
+        self.state = result.state
+        if row.audio is not None:
+            self._new_from = self._buf_pos + g.chunk_size
+            self.buffer = self.buffer[g.chunk_step :]
+            self._buf_pos += g.chunk_step
+            self._step_s += dt
+            self._steps += 1
+        if row.last:
+            self._finished = True
+        out: list[Event] = []
+        for ev in result.events:
+            if isinstance(ev, TextDelta) and ev.final and ev.text:
+                self._text_since_turn = True
+            elif isinstance(ev, TurnBoundary):
+                self._text_since_turn = False
+            out.append(with_source(ev, self.source))
+        return out
+
+    def _end_events(self) -> list[Event]:
+        if not self._text_since_turn:
+            return []
+        self._text_since_turn = False
+        return [TurnBoundary(self.samples_in / self.sample_rate, "end_of_stream", 1.0, self.source)]
+
+    def _drive_sync(self) -> list[Event]:
+        events: list[Event] = []
+        while (row := self._next_row()) is not None:
+            t0 = time.perf_counter()
+            result = self.engine.submit(row, self).result()
+            events += self._apply(row, result, time.perf_counter() - t0)
+        return events
+
+    async def _drive_async(self) -> list[Event]:
+        events: list[Event] = []
+        while (row := self._next_row()) is not None:
+            t0 = time.perf_counter()
+            result = await asyncio.wrap_future(self.engine.submit(row, self))
+            events += self._apply(row, result, time.perf_counter() - t0)
+        return events
+
+
+def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end: bool = False) -> list[Event]:
+    """Feed several sessions from one thread so their chunks share model calls.
+
+    Each round submits the next chunk of every session that has one, in one go, so
+    the engine can batch them (up to ``B`` per call); rounds repeat until no session
+    has a whole chunk left.
+
+    Args:
+        blocks: ``(session, block)`` pairs; ``block`` may be ``None`` (nothing new).
+        end: when True, flush and reset every session as :meth:`StreamingSession.end` does.
+
+    Returns:
+        All events, in round order (each session's own events stay in order).
+    """
+    sessions: list[StreamingSession] = []
+    for s, block in blocks:
+        if block is not None:
+            s._push(block)
+        if end:
+            s._begin_end()
+        sessions.append(s)
+    events: list[Event] = []
+    try:
+        while True:
+            rows = [(s, r) for s in sessions if (r := s._next_row()) is not None]
+            if not rows:
+                break
+            by_engine: dict[int, list[tuple[StreamingSession, StepRow]]] = {}
+            for s, r in rows:
+                by_engine.setdefault(id(s.engine), []).append((s, r))
+            pending = []
+            t0 = time.perf_counter()
+            for group in by_engine.values():
+                futs = group[0][0].engine.submit_many([(r, s) for s, r in group])
+                pending += [(s, r, f) for (s, r), f in zip(group, futs)]
+            first_error: BaseException | None = None
+            for s, r, f in pending:
+                try:
+                    res = f.result()
+                except BaseException as exc:  # keep the other sessions consistent
+                    first_error = first_error or exc
+                    continue
+                events += s._apply(r, res, time.perf_counter() - t0)
+            if first_error is not None:
+                raise first_error
+        if end:
+            for s in sessions:
+                events += s._end_events()
+    finally:
+        if end:
+            for s in sessions:
+                s.start()
+    return events

@@ -1,0 +1,155 @@
+"""Events that flow up from the decoders to the transcript and the UI.
+
+Every layer speaks these plain, immutable dataclasses: backends return them from a
+step, the engine stamps them with the session's source label, the transcript
+stores them and the UI renders them. None of them imports Qt or a framework.
+
+Times are *stream time* in seconds: 0.0 is the first sample fed to the session
+after ``start()``. They are never wall-clock times, so SRT/VTT cue times derived
+from them are monotonic and independent of how fast the machine decoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Union
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """New text from one session.
+
+    Attributes:
+        text: UTF-8 text, never containing half a multi-byte character.
+            For a *final* delta the text is appended verbatim to the committed
+            transcript (token-by-token models include their own leading spaces).
+            For a *partial* delta the text is the whole current unstable tail that
+            follows the committed text: it replaces the previous partial of the
+            same source, and an empty string clears it.
+        start: stream time (s) where the audio behind ``text`` begins.
+        end: stream time (s) where it ends; ``end >= start``.
+        final: True for a final hypothesis (never changes once emitted),
+            False for a partial hypothesis.
+        source: label of the session that produced it ("You", "Meeting", a file
+            name). Backends leave it empty; the session fills it in.
+    """
+
+    text: str
+    start: float
+    end: float
+    final: bool = True
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class TurnBoundary:
+    """The speaker's turn ended (end-of-turn) at ``time`` seconds of stream time.
+
+    Attributes:
+        time: stream time (s) of the boundary.
+        kind: what decided it: ``"semantic_vad"`` (Audio8 VAD heads),
+            ``"line"`` (the default model closed a line after a pause),
+            ``"end_of_stream"`` (``end()`` was called).
+        probability: end-of-turn probability in [0, 1] when a model gave one,
+            else 1.0.
+        source: session label, filled in by the session.
+    """
+
+    time: float
+    kind: str = "semantic_vad"
+    probability: float = 1.0
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class VadProbabilities:
+    """Per-step semantic-VAD output (Audio8): end-of-turn probability per horizon.
+
+    Attributes:
+        time: stream time (s) of the step.
+        horizons: horizons in seconds, e.g. (0.5, 1.0, 2.0, 3.0) (model card).
+        eot: probability of class 0 ("no speech within the horizon") per horizon.
+        source: session label.
+    """
+
+    time: float
+    horizons: tuple[float, ...]
+    eot: tuple[float, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Health of one session or of the engine, emitted about once a second.
+
+    Attributes:
+        step_ms: mean wall-clock milliseconds of one model call over the window.
+        rtf: real-time factor = processing seconds / audio seconds (< 1 keeps up).
+        backlog_s: seconds of captured audio waiting to be decoded.
+        audio_s: total stream seconds decoded so far.
+        dropped_s: seconds of audio dropped (queue overflow), never silently.
+        overflows: count of device/queue overflow reports.
+        nonfinite_samples: NaN/inf samples replaced by silence.
+        source: session label ("" for the whole engine).
+    """
+
+    step_ms: float = 0.0
+    rtf: float = 0.0
+    backlog_s: float = 0.0
+    audio_s: float = 0.0
+    dropped_s: float = 0.0
+    overflows: int = 0
+    nonfinite_samples: int = 0
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Level:
+    """Input level of one source, about 20 per second, for a level meter.
+
+    Attributes:
+        rms_dbfs: RMS level in dBFS (-inf..0; silence is clamped to -120).
+        peak_dbfs: peak level in dBFS.
+        source: source label.
+    """
+
+    rms_dbfs: float
+    peak_dbfs: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user must be told (device lost, backend too slow, ...).
+
+    Attributes:
+        message: one or two sentences: what happened and what to do.
+        severity: "info", "warning" or "error".
+        code: stable machine-readable key, e.g. "device_lost", "backlog".
+        source: source label or "".
+    """
+
+    message: str
+    severity: str = "warning"
+    code: str = ""
+    source: str = ""
+
+
+Event = Union[TextDelta, TurnBoundary, VadProbabilities, Stats, Level, Notice]
+
+
+def with_source(event: Event, source: str) -> Event:
+    """Return ``event`` labelled with ``source`` (events are immutable)."""
+    return replace(event, source=source)
+
+
+__all__ = [
+    "Event",
+    "Level",
+    "Notice",
+    "Stats",
+    "TextDelta",
+    "TurnBoundary",
+    "VadProbabilities",
+    "with_source",
+]
