@@ -1,0 +1,4 @@
+from captioner.cli import main
+import sys
+
+sys.exit(main())

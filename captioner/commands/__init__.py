@@ -1,0 +1,1 @@
+"""Subcommands of the captioner CLI, one module each (add_parser + run)."""
