@@ -1,0 +1,416 @@
+"""The caption engine on a QThread: a QObject whose signals are its whole API.
+
+:class:`EngineWorker` lives on its own :class:`~PySide6.QtCore.QThread` (Buzz style,
+DESIGN section 7). It loads the backend (slow: seconds to a minute) off the GUI
+thread, builds the audio sources, runs a :class:`captioner.engine.live.LiveCaptioner`
+and re-emits every event it delivers as a Qt signal. Receivers in the GUI thread get
+them through queued connections, in the order they were produced.
+
+:class:`EngineController` is the GUI-side handle: it owns the thread and the worker,
+and turns method calls (``start(config)``, ``stop()``) into queued slot calls so the
+GUI never blocks on the engine.
+
+Only QtCore is imported here (no widgets, no torch/tflite): the backend, the sources
+and the live pipeline are created through three factories, so tests plug in fakes
+and the real ones come from :mod:`captioner.asr`, :mod:`captioner.audio` and
+:mod:`captioner.engine.live`.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, Sequence
+
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+
+from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
+
+#: Engine states, in the order a run goes through them.
+IDLE, LOADING, RUNNING, STOPPING = "idle", "loading", "running", "stopping"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One audio source the user chose.
+
+    Attributes:
+        kind: ``"microphone"``, ``"system"`` (monitor of the output) or ``"file"``
+            (a file played as if live).
+        label: label stamped on its captions ("You", "Meeting", the file name).
+        device: device name/index as listed by ``captioner devices``; ``None`` = default.
+        path: audio file for ``kind == "file"``.
+    """
+
+    kind: str
+    label: str
+    device: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything needed to start captioning.
+
+    Attributes:
+        backend: ``"default"`` | ``"audio8"`` | ``"tflite"`` | ``"remote"`` (see
+            ``captioner.asr.load_backend``).
+        model: checkpoint folder, ``.tflite`` file or server URL; ``None`` for the default model.
+        clock_ms: Audio8 clock, 80/120/160 ms (model card operating points).
+        delay_ms: transcription delay, a multiple of the clock.
+        language: ``"en"`` or ``"zh"``.
+        sources: the sources to caption, one session each.
+        options: extra keyword arguments for ``load_backend`` as ``(name, value)`` pairs.
+    """
+
+    backend: str = "default"
+    model: str | None = None
+    clock_ms: int = 80
+    delay_ms: int = 480
+    language: str = "en"
+    sources: tuple[SourceSpec, ...] = ()
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def backend_key(self) -> tuple:
+        """What identifies a loaded backend: a run with the same key reuses it."""
+        return (self.backend, self.model, self.clock_ms, self.delay_ms, self.language, self.options)
+
+
+class Pipeline(Protocol):
+    """What the worker needs from a live pipeline (``LiveCaptioner`` has this shape)."""
+
+    def start(self) -> None: ...
+
+    def stop(self, drain: bool = True) -> None: ...
+
+    @property
+    def is_running(self) -> bool: ...
+
+
+BackendFactory = Callable[[EngineConfig], Any]
+SourceFactory = Callable[[Sequence[SourceSpec], Any], list]
+PipelineFactory = Callable[[Any, list, Callable[[Event], None]], Pipeline]
+
+
+def default_backend_factory(config: EngineConfig) -> Any:
+    """Load a backend with ``captioner.asr.load_backend`` (imported lazily: heavy)."""
+    from captioner.asr import load_backend
+
+    return load_backend(
+        config.backend,
+        model=config.model,
+        clock_ms=config.clock_ms,
+        delay_ms=config.delay_ms,
+        language=config.language,
+        **dict(config.options),
+    )
+
+
+def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
+    """Open the audio sources with :mod:`captioner.audio`, at the backend's sample rate."""
+    from captioner.audio import open_source
+
+    return [
+        open_source(s.kind, device=s.device, path=s.path, label=s.label, sample_rate=backend.sample_rate)
+        for s in specs
+    ]
+
+
+def default_pipeline_factory(backend: Any, sources: list, on_event: Callable[[Event], None]) -> Pipeline:
+    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner``."""
+    from captioner.engine.live import LiveCaptioner
+
+    return LiveCaptioner(backend, sources, on_event)
+
+
+def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
+    """A user-facing message and a stable code for an engine failure (never a traceback).
+
+    Args:
+        exc: the exception.
+        during: ``"load"``, ``"sources"``, ``"start"``, ``"run"`` or ``"stop"``.
+
+    Returns:
+        ``(message, code)``: what happened and what to do.
+    """
+    detail = str(exc).strip() or type(exc).__name__
+    if during == "load":
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+            return (f"The model was not found: {detail}. Choose an existing model in the Model box, "
+                    "or switch back to the built-in default model.", "model_missing")
+        if isinstance(exc, ImportError):
+            return (f"This model needs software that is not installed ({detail}). Install the matching extra "
+                    "(for example pip install 'captioner[audio8]') or use the built-in default model.",
+                    "backend_missing")
+        return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
+                "default model.", "model_error")
+    if during == "sources":
+        return (f"The audio source could not be opened: {detail}. Check that the device is connected and "
+                "choose it again in the Source box.", "device_error")
+    if during == "stop":
+        return (f"Stopping did not finish cleanly: {detail}. The transcript so far is kept.", "stop_error")
+    return (f"Captioning stopped because of an error: {detail}. The transcript so far is kept; "
+            "press Start to continue.", "engine_error")
+
+
+class EngineWorker(QObject):
+    """Owns the backend, the sources and the live pipeline; lives on a worker QThread.
+
+    Args:
+        backend_factory: ``config -> Backend``.
+        source_factory: ``(specs, backend) -> [source]``.
+        pipeline_factory: ``(backend, sources, on_event) -> Pipeline``.
+
+    Signals (every payload is a plain Python object; connect with the default
+    (auto/queued) connection from the GUI thread):
+        state_changed(str): ``"idle"``, ``"loading"``, ``"running"``, ``"stopping"``.
+        progress(str, int): model loading message and percent, -1 while unknown.
+        backend_ready(str): ``Backend.describe()`` of the loaded model.
+        event(object): every event, in order (for the transcript and journal).
+        text_delta(object), turn_boundary(object), stats(object), level(object),
+        notice(object): the same events split by type, for views.
+        error(str, str): message and code of a failure; the worker stays usable.
+        started(): captioning began.
+        stopped(): captioning ended; every event of the run was emitted before this.
+    """
+
+    state_changed = Signal(str)
+    progress = Signal(str, int)
+    backend_ready = Signal(str)
+    event = Signal(object)
+    text_delta = Signal(object)
+    turn_boundary = Signal(object)
+    stats = Signal(object)
+    level = Signal(object)
+    notice = Signal(object)
+    error = Signal(str, str)
+    started = Signal()
+    stopped = Signal()
+
+    #: How often (ms) the worker checks that a running pipeline is still alive.
+    WATCH_MS = 250
+
+    def __init__(
+        self,
+        backend_factory: BackendFactory = default_backend_factory,
+        source_factory: SourceFactory = default_source_factory,
+        pipeline_factory: PipelineFactory = default_pipeline_factory,
+    ) -> None:
+        super().__init__()
+        self.backend_factory = backend_factory
+        self.source_factory = source_factory
+        self.pipeline_factory = pipeline_factory
+        self.state = IDLE
+        self.backend: Any = None
+        self._backend_key: tuple | None = None
+        self._pipeline: Pipeline | None = None
+        self._cancel = threading.Event()
+        self._watch: QTimer | None = None
+
+    # -- thread-safe requests ------------------------------------------------------------------
+    def request_cancel(self) -> None:
+        """Ask a start in progress (model loading) not to begin captioning. Any thread."""
+        self._cancel.set()
+
+    # -- slots (run on the worker thread) -------------------------------------------------------
+    @Slot(object)
+    def start(self, config: EngineConfig) -> None:
+        """Load the backend if the config needs another one, open the sources, run.
+
+        Never raises: failures become :attr:`error` and the state returns to idle.
+        """
+        if self.state in (RUNNING, STOPPING):
+            self.stop(True)
+        self._cancel.clear()
+        if not config.sources:
+            self.error.emit("No audio source is selected. Choose a microphone, system audio or a file.", "no_source")
+            return
+        if not self._ensure_backend(config):
+            return
+        if self._cancel.is_set():
+            self._set_state(IDLE)
+            self.stopped.emit()
+            return
+        try:
+            sources = self.source_factory(config.sources, self.backend)
+        except Exception as exc:  # noqa: BLE001 - reported to the user, transcript kept
+            self._fail(exc, "sources")
+            return
+        try:
+            self._pipeline = self.pipeline_factory(self.backend, sources, self._on_event)
+            self._pipeline.start()
+        except Exception as exc:  # noqa: BLE001
+            self._pipeline = None
+            self._fail(exc, "start")
+            return
+        self._set_state(RUNNING)
+        self.started.emit()
+        if self._watch is None:
+            self._watch = QTimer(self)
+            self._watch.setInterval(self.WATCH_MS)
+            self._watch.timeout.connect(self._check_alive)
+        self._watch.start()
+
+    @Slot(bool)
+    def stop(self, drain: bool = True) -> None:
+        """Stop captioning; with ``drain`` the queued audio is decoded and the model flushed.
+
+        Every event the drain produces is emitted before :attr:`stopped`.
+        """
+        if self._watch is not None:
+            self._watch.stop()
+        pipeline, self._pipeline = self._pipeline, None
+        if pipeline is None:
+            if self.state != IDLE:
+                self._set_state(IDLE)
+            return
+        self._set_state(STOPPING)
+        try:
+            pipeline.stop(drain=drain)
+        except Exception as exc:  # noqa: BLE001
+            msg, code = describe_error(exc, "stop")
+            self.error.emit(msg, code)
+        self._set_state(IDLE)
+        self.stopped.emit()
+
+    @Slot()
+    def unload(self) -> None:
+        """Stop and release the backend (switching models or quitting)."""
+        self.stop(True)
+        backend, self.backend, self._backend_key = self.backend, None, None
+        if backend is not None:
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - closing must not fail the app
+                traceback.print_exc()
+
+    @Slot()
+    def shutdown(self) -> None:
+        """Stop, release the model and end this worker's thread event loop."""
+        self.unload()
+        thread = self.thread()
+        if thread is not None:
+            thread.quit()
+
+    # -- internals -------------------------------------------------------------------------------
+    def _ensure_backend(self, config: EngineConfig) -> bool:
+        key = config.backend_key()
+        if self.backend is not None and self._backend_key == key:
+            return True
+        self.unload()
+        self._set_state(LOADING)
+        what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
+        self.progress.emit(f"Loading {what}…", -1)
+        try:
+            self.backend = self.backend_factory(config)
+        except Exception as exc:  # noqa: BLE001
+            self.backend = None
+            self._fail(exc, "load")
+            return False
+        self._backend_key = key
+        self.progress.emit("Model ready", 100)
+        describe = getattr(self.backend, "describe", None)
+        self.backend_ready.emit(describe() if callable(describe) else str(config.backend))
+        return True
+
+    def _fail(self, exc: BaseException, during: str) -> None:
+        msg, code = describe_error(exc, during)
+        self.error.emit(msg, code)
+        self._set_state(IDLE)
+        self.stopped.emit()
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.state_changed.emit(state)
+
+    def _on_event(self, ev: Event) -> None:
+        """Called from the pipeline's thread: re-emit as signals (queued to receivers)."""
+        self.event.emit(ev)
+        if isinstance(ev, TextDelta):
+            self.text_delta.emit(ev)
+        elif isinstance(ev, TurnBoundary):
+            self.turn_boundary.emit(ev)
+        elif isinstance(ev, Stats):
+            self.stats.emit(ev)
+        elif isinstance(ev, Level):
+            self.level.emit(ev)
+        elif isinstance(ev, Notice):
+            self.notice.emit(ev)
+
+    def _check_alive(self) -> None:
+        p = self._pipeline
+        if p is None or self.state != RUNNING:
+            return
+        if not p.is_running:
+            err = getattr(p, "error", None)
+            self._pipeline = None
+            self._watch.stop()
+            self._set_state(IDLE)
+            if err is not None:
+                msg, code = describe_error(err, "run")
+                self.error.emit(msg, code)
+            self.stopped.emit()
+
+
+class EngineController(QObject):
+    """GUI-side handle: owns the worker thread; calls never block the GUI.
+
+    Args:
+        worker: the worker (a new default one when ``None``); it is moved to the thread.
+
+    Attributes:
+        worker: the :class:`EngineWorker`; connect to its signals.
+        thread: the :class:`QThread` it runs on.
+    """
+
+    _start_requested = Signal(object)
+    _stop_requested = Signal(bool)
+    _unload_requested = Signal()
+    _shutdown_requested = Signal()
+
+    def __init__(self, worker: EngineWorker | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.worker = worker or EngineWorker()
+        self.thread = QThread()
+        self.thread.setObjectName("captioner-engine")
+        self.worker.moveToThread(self.thread)
+        self._start_requested.connect(self.worker.start)
+        self._stop_requested.connect(self.worker.stop)
+        self._unload_requested.connect(self.worker.unload)
+        self._shutdown_requested.connect(self.worker.shutdown)
+        self.thread.start()
+
+    @property
+    def state(self) -> str:
+        """The worker's last state (read-only snapshot)."""
+        return self.worker.state
+
+    def start(self, config: EngineConfig) -> None:
+        """Queue a start (loading the model first when needed)."""
+        self._start_requested.emit(config)
+
+    def stop(self, drain: bool = True) -> None:
+        """Queue a stop; cancels a start that is still loading its model."""
+        self.worker.request_cancel()
+        self._stop_requested.emit(drain)
+
+    def unload(self) -> None:
+        """Queue releasing the model (before switching backend)."""
+        self._unload_requested.emit()
+
+    def shutdown(self, timeout_ms: int = 30000) -> bool:
+        """Stop (draining), release the model and end the thread; blocks up to ``timeout_ms``.
+
+        Returns:
+            True when the thread finished in time.
+        """
+        if not self.thread.isRunning():
+            return True
+        self.worker.request_cancel()
+        self._shutdown_requested.emit()  # the worker quits its own thread after unloading
+        done = bool(self.thread.wait(timeout_ms))
+        if not done:
+            self.thread.quit()
+        return done

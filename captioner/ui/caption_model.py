@@ -1,0 +1,239 @@
+"""Qt-free view model of the captions: committed lines, partial tails, turn boundaries.
+
+The overlay and the main window's live view both render from a :class:`CaptionModel`
+fed with :mod:`captioner.events`. The rules (DESIGN section 6, "partial words
+rewriting themselves"):
+
+* A *final* :class:`~captioner.events.TextDelta` is appended verbatim to its source's
+  open line and never changes afterwards. It also clears that source's partial: a
+  partial is the unstable tail *after* the committed text, so once text is committed
+  the old tail is stale until the backend sends the next one.
+* A *partial* delta replaces the source's partial tail (``""`` clears it). It is
+  rendered apart (dimmed, italic) by the views.
+* A :class:`~captioner.events.TurnBoundary` closes the source's open line; the next
+  text of that source starts a new line, optionally prefixed with the source label
+  ("Meeting: ").
+* Each source has its own open line, so microphone and system audio never splice
+  their words into one line.
+* Only the newest lines are kept (``history`` closed lines plus every open line);
+  the view shows as many of them as fit its line limit.
+
+Nothing here imports Qt, so the rules are unit-tested with plain events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from captioner.events import Event, TextDelta, TurnBoundary
+
+
+@dataclass
+class CaptionLine:
+    """One caption line (a paragraph; a view may wrap it over several visual lines).
+
+    Attributes:
+        source: session label of the text ("You", "Meeting", a file name; may be "").
+        label: prefix shown before the text (``"Meeting: "``) or ``""``.
+        final: committed text; only ever appended to (and trimmed from the front by
+            :meth:`CaptionModel.trim_front` once scrolled out of view).
+        partial: unstable tail after ``final``; replaced by every partial delta.
+        start: stream time (s) of the first text of the line, ``None`` before any.
+        end: stream time (s) of the latest text.
+        closed: True once a turn boundary ended the line.
+        trimmed: characters of the line's head (label included) dropped by
+            :meth:`CaptionModel.trim_front`; the label is hidden once > 0.
+        serial: increasing id, so views can tell lines apart.
+    """
+
+    source: str
+    label: str = ""
+    final: str = ""
+    partial: str = ""
+    start: float | None = None
+    end: float = 0.0
+    closed: bool = False
+    trimmed: int = 0
+    serial: int = 0
+
+    @property
+    def shown_label(self) -> str:
+        """The label while the line's head is still shown, else ``""``."""
+        return self.label if self.trimmed == 0 else ""
+
+    @property
+    def text(self) -> str:
+        """Label + committed text + partial tail, as a view lays it out."""
+        return self.shown_label + self.final + self.partial
+
+    @property
+    def is_empty(self) -> bool:
+        """No committed and no partial text."""
+        return not self.final and not self.partial
+
+
+@dataclass
+class CaptionModel:
+    """Caption lines built from events, for the overlay and live views.
+
+    Args:
+        history: closed lines kept (>= 1). The overlay sets it to its line limit:
+            every line takes at least one visual line, so older ones can never show.
+        show_labels: prefix each new line with ``"<source>: "`` when the source has a label.
+        on_close: called with each line when a turn boundary closes it.
+
+    Attributes:
+        lines: kept lines, oldest first.
+        revision: increases on every change, for cheap "did anything change" checks.
+    """
+
+    history: int = 2
+    show_labels: bool = True
+    on_close: Callable[[CaptionLine], None] | None = None
+    lines: list[CaptionLine] = field(default_factory=list)
+    revision: int = 0
+    _open: dict[str, CaptionLine] = field(default_factory=dict, repr=False)
+    _serial: int = field(default=0, repr=False)
+
+    def apply(self, event: Event) -> bool:
+        """Update the lines for one event.
+
+        Args:
+            event: any :mod:`captioner.events` event; only text deltas and turn
+                boundaries change captions, others are ignored.
+
+        Returns:
+            True when the visible captions changed.
+        """
+        if isinstance(event, TextDelta):
+            changed = self._text(event)
+        elif isinstance(event, TurnBoundary):
+            changed = self._turn(event.source)
+        else:
+            return False
+        if changed:
+            self.revision += 1
+            self._prune()
+        return changed
+
+    def set_history(self, history: int) -> None:
+        """Keep at most ``history`` closed lines (>= 1)."""
+        self.history = max(1, int(history))
+        self._prune()
+        self.revision += 1
+
+    def clear(self) -> None:
+        """Forget every line (a new captioning run)."""
+        self.lines.clear()
+        self._open.clear()
+        self.revision += 1
+
+    def close_all(self) -> None:
+        """Close every open line (the run stopped); partial tails are dropped."""
+        for line in list(self._open.values()):
+            line.partial = ""
+            self._close(line)
+        self._prune()
+        self.revision += 1
+
+    def open_line(self, source: str) -> CaptionLine | None:
+        """The open line of ``source``, if any."""
+        return self._open.get(source)
+
+    def trim_front(self, line: CaptionLine, chars: int) -> None:
+        """Drop the first ``chars`` characters of ``line.text`` (already scrolled out of view).
+
+        A view calls this at a visual-line start so the rest of the line wraps exactly
+        as before; it bounds the memory and layout cost of a very long turn.
+
+        Args:
+            line: one of :attr:`lines`.
+            chars: characters of :attr:`CaptionLine.text` to drop, ``len(shown_label)
+                <= chars <= len(shown_label + final)`` and > 0 (the label goes whole;
+                partial text is never trimmed). Other values are ignored.
+        """
+        head = len(line.shown_label)
+        if chars < max(head, 1) or chars > head + len(line.final):
+            return
+        line.final = line.final[chars - head :]
+        line.trimmed += chars
+        self.revision += 1
+
+    # -- internals -----------------------------------------------------------------------------
+    def _new_line(self, source: str, start: float) -> CaptionLine:
+        self._serial += 1
+        label = f"{source}: " if self.show_labels and source else ""
+        line = CaptionLine(source=source, label=label, start=start, end=start, serial=self._serial)
+        self.lines.append(line)
+        self._open[source] = line
+        return line
+
+    def _text(self, ev: TextDelta) -> bool:
+        line = self._open.get(ev.source)
+        if ev.final:
+            if not ev.text:
+                if line is not None and line.partial:
+                    line.partial = ""
+                    return True
+                return False
+            if line is None:
+                line = self._new_line(ev.source, ev.start)
+            text = ev.text.lstrip() if not line.final else ev.text
+            line.final += text
+            line.partial = ""
+            line.end = max(line.end, ev.end)
+            if line.start is None:
+                line.start = ev.start
+            if line.is_empty:  # text was only whitespace
+                self._drop_if_empty(line)
+                return False
+            return True
+        # partial
+        if line is None:
+            if not ev.text.strip():
+                return False
+            line = self._new_line(ev.source, ev.start)
+        new = ev.text.lstrip() if not line.final else ev.text
+        if new == line.partial:
+            return False
+        line.partial = new
+        line.end = max(line.end, ev.end)
+        self._drop_if_empty(line)
+        return True
+
+    def _turn(self, source: str) -> bool:
+        line = self._open.get(source)
+        if line is None or not line.final:
+            return False  # nothing committed yet: the boundary closes nothing
+        leftover = line.partial
+        line.partial = ""
+        self._close(line)
+        if leftover.strip():
+            nxt = self._new_line(source, line.end)
+            nxt.partial = leftover.lstrip()
+        return True
+
+    def _close(self, line: CaptionLine) -> None:
+        line.closed = True
+        if self._open.get(line.source) is line:
+            del self._open[line.source]
+        if line.is_empty:
+            self.lines.remove(line)
+            return
+        if self.on_close is not None:
+            self.on_close(line)
+
+    def _drop_if_empty(self, line: CaptionLine) -> None:
+        if line.is_empty:
+            if self._open.get(line.source) is line:
+                del self._open[line.source]
+            if line in self.lines:
+                self.lines.remove(line)
+
+    def _prune(self) -> None:
+        closed = [ln for ln in self.lines if ln.closed]
+        excess = len(closed) - self.history
+        if excess > 0:
+            drop = set(id(ln) for ln in closed[:excess])
+            self.lines = [ln for ln in self.lines if id(ln) not in drop]

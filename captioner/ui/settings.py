@@ -1,0 +1,238 @@
+"""Every persisted user setting, in one typed place, stored with QSettings.
+
+:class:`Key` names one setting: its QSettings path (namespaced by feature, as Buzz
+does: ``overlay/...``, ``engine/...``), its Python type, its default and, where
+the value must come from a fixed set, the allowed values. :data:`KEYS` lists every
+key the app reads or writes; nothing else in the UI spells a QSettings path.
+
+Values are validated on the way *out*: a hand-edited or stale config file with a
+wrong type or an out-of-range value yields the default, never an exception, so a
+bad setting can never stop the app from starting.
+
+Only QtCore is used (QSettings), so this module is safe below the widget layer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Generic, Sequence, TypeVar
+
+from PySide6.QtCore import QSettings
+
+T = TypeVar("T")
+
+#: QSettings organisation/application names (the config file lives under these).
+ORGANIZATION = "captioner"
+APPLICATION = "captioner"
+
+
+@dataclass(frozen=True)
+class Key(Generic[T]):
+    """One persisted setting.
+
+    Attributes:
+        path: QSettings key, ``"group/name"``.
+        type: ``bool``, ``int``, ``float``, ``str`` or ``list``/``dict`` (stored as JSON text).
+        default: value used when the key is missing or invalid.
+        choices: allowed values, or ``None`` for any value of ``type``.
+        minimum, maximum: inclusive numeric range for ``int``/``float`` keys.
+        doc: one line for the settings dialog tooltips.
+    """
+
+    path: str
+    type: type
+    default: T
+    choices: tuple | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    doc: str = ""
+
+    def coerce(self, raw: Any) -> T:
+        """Convert a raw stored value to ``type``; return ``default`` when it does not fit.
+
+        QSettings' INI backend returns strings for everything it did not write itself
+        and ``"true"``/``"false"`` for booleans, so parsing is explicit here.
+        """
+        try:
+            value = _convert(raw, self.type)
+        except (TypeError, ValueError):
+            return self.default
+        if self.choices is not None and value not in self.choices:
+            return self.default
+        if self.minimum is not None and value < self.minimum:
+            return self.default
+        if self.maximum is not None and value > self.maximum:
+            return self.default
+        return value
+
+
+def _convert(raw: Any, typ: type) -> Any:
+    if typ is bool:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, (int, float)):
+            return bool(raw)
+        text = str(raw).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off", ""):
+            return False
+        raise ValueError(f"not a boolean: {raw!r}")
+    if typ is int:
+        if isinstance(raw, bool):
+            raise ValueError("bool is not an int setting")
+        return int(str(raw).strip()) if not isinstance(raw, int) else raw
+    if typ is float:
+        return float(raw)
+    if typ is str:
+        if raw is None:
+            raise ValueError("missing")
+        return str(raw)
+    if typ in (list, dict):
+        value = json.loads(raw) if isinstance(raw, str) else raw
+        if not isinstance(value, typ):
+            raise ValueError(f"expected {typ.__name__}")
+        return value
+    raise TypeError(f"unsupported setting type {typ}")
+
+
+class Keys:
+    """The list of every setting. Group names are the feature they belong to."""
+
+    # -- engine (what to decode with) ------------------------------------------------------
+    BACKEND = Key("engine/backend", str, "default", ("default", "audio8", "tflite", "remote"),
+                  doc="Speech model kind: built-in default, Audio8 checkpoint, TFLite file or remote server")
+    AUDIO8_DIR = Key("engine/audio8_dir", str, "", doc="Audio8 ASR Infinite checkpoint folder")
+    TFLITE_FILE = Key("engine/tflite_file", str, "", doc="TensorFlowASR .tflite export")
+    REMOTE_URL = Key("engine/remote_url", str, "ws://127.0.0.1:18191/v1/realtime",
+                     doc="Audio8 vLLM realtime endpoint (DESIGN section 2, default port 18191)")
+    CLOCK_MS = Key("engine/clock_ms", int, 80, (80, 120, 160), doc="Audio clock (ms), Audio8 operating points")
+    DELAY_MS = Key("engine/delay_ms", int, 480, minimum=240, maximum=2400,
+                   doc="Transcription delay (ms): a multiple of the clock, 240-2400 ms")
+    LANGUAGE = Key("engine/language", str, "en", ("en", "zh"), doc="Spoken language")
+
+    # -- sources ----------------------------------------------------------------------------
+    SOURCE_MODE = Key("sources/mode", str, "microphone", ("microphone", "system", "both", "file"),
+                      doc="What to caption: microphone, system audio, both, or a file played as if live")
+    MICROPHONE = Key("sources/microphone", str, "", doc="Microphone device (empty: system default)")
+    SYSTEM_AUDIO = Key("sources/system_audio", str, "", doc="System-audio (monitor) device (empty: default)")
+    FILE = Key("sources/file", str, "", doc="Audio file played as a live source")
+    MIC_LABEL = Key("sources/microphone_label", str, "You", doc="Label for microphone captions")
+    SYSTEM_LABEL = Key("sources/system_label", str, "Meeting", doc="Label for system-audio captions")
+
+    # -- overlay ----------------------------------------------------------------------------
+    OVERLAY_VISIBLE = Key("overlay/visible", bool, True, doc="Show the caption overlay")
+    OVERLAY_LINES = Key("overlay/lines", int, 2, minimum=1, maximum=5, doc="Caption lines shown (1-5)")
+    OVERLAY_FONT_FAMILY = Key("overlay/font_family", str, "", doc="Caption font family (empty: system sans)")
+    OVERLAY_FONT_SIZE = Key("overlay/font_size", int, 28, minimum=8, maximum=144, doc="Caption font size (pt)")
+    OVERLAY_TEXT_COLOR = Key("overlay/text_color", str, "#ffffff", doc="Caption text colour")
+    OVERLAY_PARTIAL_COLOR = Key("overlay/partial_color", str, "#b8b8b8", doc="Colour of unstable (partial) text")
+    OVERLAY_BACKGROUND_COLOR = Key("overlay/background_color", str, "#000000", doc="Overlay background colour")
+    OVERLAY_OPACITY = Key("overlay/opacity", float, 0.6, minimum=0.0, maximum=1.0,
+                          doc="Background opacity (0 transparent .. 1 opaque); text stays opaque")
+    OVERLAY_CLICK_THROUGH = Key("overlay/click_through", bool, False,
+                                doc="Mouse clicks pass through the overlay to the window below")
+    OVERLAY_SOURCE_LABELS = Key("overlay/source_labels", bool, True, doc='Start each turn with its source, e.g. "Meeting:"')
+    #: Per-screen geometry is stored under ``overlay/geometry/<screen key>`` -- see :func:`overlay_geometry_key`.
+    OVERLAY_GEOMETRY_PREFIX = "overlay/geometry"
+    OVERLAY_LAST_SCREEN = Key("overlay/last_screen", str, "", doc="Screen the overlay was last placed on")
+
+    # -- transcript -------------------------------------------------------------------------
+    AUTOSAVE_ENABLED = Key("transcript/autosave_enabled", bool, False,
+                           doc="Write the transcript continuously into a folder")
+    AUTOSAVE_DIR = Key("transcript/autosave_dir", str, "", doc="Folder for continuously written transcripts")
+    LAST_SAVE_DIR = Key("transcript/last_save_dir", str, "", doc="Folder of the last Save as")
+
+    # -- shortcuts (QKeySequence portable text) ---------------------------------------------
+    SHORTCUT_START_STOP = Key("shortcuts/start_stop", str, "Ctrl+Shift+S", doc="Start or stop captioning")
+    SHORTCUT_TOGGLE_OVERLAY = Key("shortcuts/toggle_overlay", str, "Ctrl+Shift+O", doc="Show or hide the overlay")
+    SHORTCUT_CLICK_THROUGH = Key("shortcuts/toggle_click_through", str, "Ctrl+Shift+T",
+                                 doc="Toggle overlay click-through")
+
+    # -- main window ------------------------------------------------------------------------
+    MAIN_WINDOW_GEOMETRY = Key("main_window/geometry", str, "", doc="Main window geometry (Qt saveGeometry, hex)")
+
+
+#: Every fixed key, for the settings dialog and tests.
+KEYS: tuple[Key, ...] = tuple(v for v in vars(Keys).values() if isinstance(v, Key))
+
+
+def overlay_geometry_key(screen_key: str) -> str:
+    """QSettings path of the overlay geometry remembered for one screen.
+
+    Args:
+        screen_key: stable screen identity, e.g. ``"HDMI-1 1920x1080"`` (name and
+            logical size, so a different monitor on the same port gets its own entry).
+    """
+    safe = screen_key.replace("/", "_").replace("\\", "_")
+    return f"{Keys.OVERLAY_GEOMETRY_PREFIX}/{safe}"
+
+
+class Settings:
+    """Typed access to the app's QSettings.
+
+    Args:
+        qsettings: the store; by default the user's native store for
+            :data:`ORGANIZATION`/:data:`APPLICATION`. Tests pass an INI file.
+    """
+
+    def __init__(self, qsettings: QSettings | None = None) -> None:
+        self.store = qsettings if qsettings is not None else QSettings(ORGANIZATION, APPLICATION)
+
+    @classmethod
+    def from_file(cls, path: str) -> "Settings":
+        """Settings kept in an INI file at ``path`` (tests, portable installs)."""
+        return cls(QSettings(path, QSettings.Format.IniFormat))
+
+    def get(self, key: Key[T]) -> T:
+        """The stored value of ``key``, or its default when missing or invalid."""
+        if not self.store.contains(key.path):
+            return key.default
+        return key.coerce(self.store.value(key.path))
+
+    def set(self, key: Key[T], value: T) -> None:
+        """Store ``value`` for ``key``.
+
+        Raises:
+            ValueError: ``value`` is not valid for ``key`` (wrong type, not one of the
+                choices, out of range) -- a programming error, not user input.
+        """
+        sentinel = object()
+        checked = Key(key.path, key.type, sentinel, key.choices, key.minimum, key.maximum).coerce(value)
+        if checked is sentinel:
+            raise ValueError(f"invalid value {value!r} for setting {key.path}")
+        stored: Any = json.dumps(checked) if key.type in (list, dict) else checked
+        self.store.setValue(key.path, stored)
+
+    def reset(self, key: Key) -> None:
+        """Forget ``key`` so its default applies again."""
+        self.store.remove(key.path)
+
+    # -- per-screen overlay geometry ----------------------------------------------------------
+    def overlay_geometry(self, screen_key: str) -> tuple[int, int, int, int] | None:
+        """Remembered overlay rectangle ``(x, y, width, height)`` in logical pixels on that screen.
+
+        Returns ``None`` when nothing (or something malformed) is stored.
+        """
+        raw = self.store.value(overlay_geometry_key(screen_key))
+        if raw is None:
+            return None
+        try:
+            vals = json.loads(raw) if isinstance(raw, str) else raw
+            x, y, w, h = (int(v) for v in vals)
+        except (TypeError, ValueError):
+            return None
+        if w <= 0 or h <= 0:
+            return None
+        return x, y, w, h
+
+    def set_overlay_geometry(self, screen_key: str, rect: Sequence[int]) -> None:
+        """Remember the overlay rectangle ``(x, y, width, height)`` (logical px) for a screen."""
+        x, y, w, h = (int(v) for v in rect)
+        self.store.setValue(overlay_geometry_key(screen_key), json.dumps([x, y, w, h]))
+        self.set(Keys.OVERLAY_LAST_SCREEN, screen_key)
+
+    def sync(self) -> None:
+        """Write pending changes to disk now."""
+        self.store.sync()

@@ -1,0 +1,182 @@
+"""CaptionOverlay: rendering, turns, line limit, stable finals, CJK wrapping, click-through, geometry."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QColor, QGuiApplication
+
+from captioner.events import TextDelta, TurnBoundary
+from captioner.ui.overlay import CaptionOverlay, always_on_top_note, clamp_rect, screen_key
+from captioner.ui.settings import Keys
+
+pytestmark = pytest.mark.gui
+
+RED, GREEN = QColor("#ff0000"), QColor("#00ff00")
+
+
+def fin(text, src="Meeting", t=0.0):
+    return TextDelta(text, t, t + 0.1, True, src)
+
+
+def part(text, src="Meeting", t=0.0):
+    return TextDelta(text, t, t + 0.1, False, src)
+
+
+@pytest.fixture
+def overlay(qtbot, settings):
+    settings.set(Keys.OVERLAY_TEXT_COLOR, RED.name())
+    settings.set(Keys.OVERLAY_PARTIAL_COLOR, GREEN.name())
+    settings.set(Keys.OVERLAY_OPACITY, 1.0)
+    settings.set(Keys.OVERLAY_LINES, 2)
+    settings.set(Keys.OVERLAY_FONT_SIZE, 20)
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    ov.setGeometry(50, 50, 500, ov.preferred_height())
+    ov.show()
+    return ov
+
+
+def _count(img, colour, tol=60):
+    n = 0
+    for y in range(0, img.height(), 2):
+        for x in range(0, img.width(), 2):
+            c = img.pixelColor(x, y)
+            if abs(c.red() - colour.red()) + abs(c.green() - colour.green()) + abs(c.blue() - colour.blue()) < tol:
+                n += 1
+    return n
+
+
+def test_partial_then_final_renders(overlay):
+    overlay.apply_event(part("hello wor"))
+    lines = overlay.visible_lines()
+    assert [(v.final, v.partial) for v in lines] == [("Meeting: ", "hello wor")]
+    img = overlay.grab().toImage()
+    assert _count(img, GREEN) > 20 and _count(img, RED) > 5  # partial drawn in its own colour; label in text colour
+    red_label_only = _count(img, RED)
+    overlay.apply_event(fin(" hello world"))
+    assert [(v.final, v.partial) for v in overlay.visible_lines()] == [("Meeting: hello world", "")]
+    img = overlay.grab().toImage()
+    assert _count(img, GREEN) == 0
+    assert _count(img, RED) > 1.4 * red_label_only  # "hello world" now in the final colour
+
+
+def test_turn_boundaries_start_new_lines_and_limit_holds(overlay):
+    for i, word in enumerate(["one", "two", "three", "four", "five"]):
+        overlay.apply_event(fin(word, t=float(i)))
+        overlay.apply_event(TurnBoundary(float(i) + 0.5, source="Meeting"))
+    assert [v.text for v in overlay.visible_lines()] == ["Meeting: four", "Meeting: five"]
+    overlay.settings.set(Keys.OVERLAY_LINES, 1)
+    overlay.apply_settings()
+    assert [v.text for v in overlay.visible_lines()] == ["Meeting: five"]
+
+
+def test_long_turn_wraps_and_keeps_line_limit(overlay):
+    for i in range(200):
+        overlay.apply_event(fin(f" word{i}", t=i * 0.1))
+    shown = overlay.visible_lines()
+    assert len(shown) == 2
+    assert shown[-1].text.rstrip().endswith("word199")
+    assert all(v.width <= overlay.width() for v in shown)
+    assert len(overlay.model.lines[0].final) < 200 * 6  # scrolled-out head was trimmed
+
+
+def test_final_text_never_changes(overlay):
+    script = []
+    words = "the quick brown fox jumps over the lazy dog and runs far away into the night".split()
+    for i, w in enumerate(words):
+        script.append(part(" " + w[:2], t=i))
+        script.append(part(" " + w, t=i))
+        script.append(fin(" " + w, t=i))
+        if i % 5 == 4:
+            script.append(TurnBoundary(float(i), source="Meeting"))
+    previous = ""
+    for ev in script:
+        overlay.apply_event(ev)
+        paragraphs = {}
+        for v in overlay.visible_lines():
+            paragraphs.setdefault(v.serial, []).append(v.final)
+        shown = "\n".join("".join(p) for p in paragraphs.values())
+        # append-only, except that old text may scroll off the top
+        assert any(shown.startswith(previous[k:]) for k in range(len(previous) + 1)), (previous, shown)
+        previous = shown
+
+
+def test_cjk_wraps_within_width(overlay):
+    overlay.resize(300, overlay.height())
+    text = "这是一个没有空格的中文句子用来测试换行是否正确而且还要更长一些"
+    overlay.settings.set(Keys.OVERLAY_LINES, 5)
+    overlay.apply_settings()
+    overlay.apply_event(fin(text, src=""))
+    shown = overlay.visible_lines()
+    assert len(shown) >= 3
+    assert "".join(v.text for v in shown) == text
+    assert all(v.width <= 300 for v in shown)
+
+
+def test_mixed_cjk_latin_breaks_between_words(overlay):
+    overlay.resize(260, overlay.height())
+    overlay.settings.set(Keys.OVERLAY_LINES, 5)
+    overlay.apply_settings()
+    text = "我们明天用Kubernetes部署captioner应用然后Friday开会讨论"
+    overlay.apply_event(fin(text, src=""))
+    shown = [v.text for v in overlay.visible_lines()]
+    assert "".join(shown) == text and len(shown) >= 2
+    for word in ("Kubernetes", "captioner", "Friday"):
+        assert any(word in s for s in shown), shown  # Latin words are never split
+
+
+def test_click_through_sets_input_transparency(overlay, settings, qtbot):
+    with qtbot.waitSignal(overlay.click_through_changed) as blocker:
+        overlay.set_click_through(True)
+    assert blocker.args == [True]
+    assert overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
+    assert overlay.testAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+    assert overlay.isVisible()
+    assert settings.get(Keys.OVERLAY_CLICK_THROUGH) is True
+    overlay.toggle_click_through()
+    assert not overlay.windowFlags() & Qt.WindowType.WindowTransparentForInput
+    assert not overlay.testAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+
+
+def test_never_takes_focus(overlay):
+    flags = overlay.windowFlags()
+    assert flags & Qt.WindowType.WindowDoesNotAcceptFocus
+    assert flags & Qt.WindowType.WindowStaysOnTopHint
+    assert overlay.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    assert overlay.focusPolicy() == Qt.FocusPolicy.NoFocus
+
+
+def test_geometry_persists_per_screen(overlay, settings, qtbot):
+    screen = QGuiApplication.primaryScreen()
+    avail = screen.availableGeometry()
+    target = QRect(avail.left() + 40, avail.top() + 30, 420, 110)
+    overlay.setGeometry(target)
+    with qtbot.waitSignal(overlay.geometry_saved, timeout=3000) as blocker:
+        pass  # the debounced save fires after the move
+    assert blocker.args == [screen_key(screen)]
+    again = CaptionOverlay(settings)
+    qtbot.addWidget(again)
+    assert again.restore_geometry() == target
+
+
+def test_geometry_clamped_when_screen_is_gone(settings, qtbot):
+    avail = QGuiApplication.primaryScreen().availableGeometry()
+    settings.set_overlay_geometry("HDMI-9 3840x2160", (avail.width() + 1500, 1800, 600, 120))
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    g = ov.restore_geometry()
+    assert avail.contains(g)
+    assert (g.width(), g.height()) == (600, 120)  # the size survives, the position is clamped
+    ov.setGeometry(QRect(-5000, -5000, 300, 80))
+    assert avail.contains(ov.ensure_on_screen())
+
+
+def test_clamp_rect_shrinks_oversized():
+    r = clamp_rect(QRect(-10, -10, 5000, 50), QRect(0, 0, 800, 600))
+    assert r == QRect(0, 0, 800, 50)
+
+
+def test_wayland_note():
+    assert "QT_QPA_PLATFORM=xcb" in always_on_top_note("wayland")
+    assert always_on_top_note("xcb") == ""

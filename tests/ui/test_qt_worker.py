@@ -1,0 +1,89 @@
+"""EngineWorker on its QThread with a fake backend/pipeline: start, stop flushes the tail, errors."""
+
+from __future__ import annotations
+
+import pytest
+from ui_fakes import WORDS, fake_factories, speech
+
+from captioner.engine.qt_worker import EngineConfig, EngineController, EngineWorker, SourceSpec
+from captioner.events import TextDelta, TurnBoundary
+
+pytestmark = pytest.mark.gui
+
+
+def _controller(qtbot, audio, **kw):
+    bf, sf, pf, record = fake_factories(audio, **kw)
+    ctl = EngineController(EngineWorker(bf, sf, pf))
+    yield_ctl = ctl
+    return yield_ctl, record
+
+
+@pytest.fixture
+def cleanup():
+    ctls = []
+    yield ctls
+    for c in ctls:
+        assert c.shutdown(10000)
+
+
+def test_stop_flushes_the_last_words(qtbot, cleanup):
+    words = ["alpha", "bravo", "charlie", "delta"]
+    ctl, record = _controller(qtbot, {"Meeting": speech(words, gap_chunks=0)})
+    cleanup.append(ctl)
+    events = []
+    ctl.worker.event.connect(events.append)
+    config = EngineConfig(sources=(SourceSpec("file", "Meeting"),))
+    with qtbot.waitSignal(ctl.worker.started, timeout=5000):
+        ctl.start(config)
+    qtbot.waitUntil(lambda: record["pipelines"] and record["pipelines"][0].fed_all.is_set(), timeout=5000)
+    # the model holds the last DELAY words back until the flush
+    qtbot.waitUntil(lambda: any(isinstance(e, TextDelta) and e.final for e in events), timeout=5000)
+    text_before = "".join(e.text for e in events if isinstance(e, TextDelta) and e.final)
+    assert "delta" not in text_before
+    with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+        ctl.stop()
+    finals = "".join(e.text for e in events if isinstance(e, TextDelta) and e.final)
+    assert finals.split() == words
+    assert isinstance(events[-1], TurnBoundary) and events[-1].kind == "end_of_stream"
+    assert all(e.source == "Meeting" for e in events)
+    assert ctl.state == "idle"
+
+
+def test_backend_is_reused_and_switched(qtbot, cleanup):
+    ctl, record = _controller(qtbot, {"You": speech(["echo"])})
+    cleanup.append(ctl)
+    cfg = EngineConfig(sources=(SourceSpec("microphone", "You"),))
+    for config in (cfg, cfg, EngineConfig(backend="tflite", model="/x.tflite", sources=cfg.sources)):
+        with qtbot.waitSignal(ctl.worker.started, timeout=5000):
+            ctl.start(config)
+        with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+            ctl.stop()
+    assert len(record["backends"]) == 2  # same config reused its model, a new one loaded another
+    assert record["backends"][0].closed and not record["backends"][1].closed
+
+
+def test_load_error_is_reported_and_worker_stays_usable(qtbot, cleanup):
+    ctl, _ = _controller(qtbot, {"You": speech(["golf"])}, load_error=FileNotFoundError("/nope/model"))
+    cleanup.append(ctl)
+    with qtbot.waitSignal(ctl.worker.error, timeout=5000) as blocker:
+        ctl.start(EngineConfig(backend="audio8", model="/nope/model", sources=(SourceSpec("file", "You"),)))
+    message, code = blocker.args
+    assert code == "model_missing"
+    assert "/nope/model" in message and "Traceback" not in message
+    qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
+
+
+def test_runtime_error_ends_the_run_with_a_message(qtbot, cleanup):
+    ctl, _ = _controller(qtbot, {"You": speech(WORDS)}, fail_at=5)
+    cleanup.append(ctl)
+    with qtbot.waitSignals([ctl.worker.error, ctl.worker.stopped], timeout=5000, order="strict"):
+        ctl.start(EngineConfig(sources=(SourceSpec("file", "You"),)))
+    assert ctl.state == "idle"
+
+
+def test_no_source_is_a_usage_message(qtbot, cleanup):
+    ctl, _ = _controller(qtbot, {})
+    cleanup.append(ctl)
+    with qtbot.waitSignal(ctl.worker.error, timeout=5000) as blocker:
+        ctl.start(EngineConfig(sources=()))
+    assert blocker.args[1] == "no_source"
