@@ -108,13 +108,33 @@ def default_backend_factory(config: EngineConfig) -> Any:
 
 
 def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
-    """Open the audio sources with :mod:`captioner.audio`, at the backend's sample rate."""
-    from captioner.audio import open_source
+    """Open the audio sources with :mod:`captioner.audio`, delivering the backend's sample rate.
 
-    return [
-        open_source(s.kind, device=s.device, path=s.path, label=s.label, sample_rate=backend.sample_rate)
-        for s in specs
-    ]
+    Raises:
+        SourceError (from captioner.audio): a device does not exist (the message lists
+            the ones that do) or there is no system-audio source.
+        ValueError: an unknown source kind.
+    """
+    rate = backend.sample_rate
+    sources = []
+    for s in specs:
+        if s.kind == "microphone":
+            from captioner.audio.microphone import MicrophoneSource
+
+            sources.append(MicrophoneSource(s.device or None, label=s.label, target_rate=rate))
+        elif s.kind == "system":
+            from captioner.audio.system import open_system_audio
+
+            sources.append(open_system_audio(s.device or None, label=s.label, target_rate=rate))
+        elif s.kind == "file":
+            from captioner.audio.filesource import FileSource
+
+            if not s.path:
+                raise ValueError("no audio file is selected; choose one with Browse")
+            sources.append(FileSource(s.path, label=s.label, realtime=True, target_rate=rate))
+        else:
+            raise ValueError(f"unknown source kind {s.kind!r}")
+    return sources
 
 
 def default_pipeline_factory(backend: Any, sources: list, on_event: Callable[[Event], None]) -> Pipeline:
@@ -136,7 +156,7 @@ def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
     """
     detail = str(exc).strip() or type(exc).__name__
     if during == "load":
-        if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        if "not found" in detail.lower() or isinstance(exc, FileNotFoundError):
             return (f"The model was not found: {detail}. Choose an existing model in the Model box, "
                     "or switch back to the built-in default model.", "model_missing")
         if isinstance(exc, ImportError):

@@ -28,7 +28,7 @@ class DelayedWordBackend(Backend):
 
     Each word is emitted as a final ``TextDelta`` ``DELAY`` chunks later (a delayed
     streams model in miniature); the words still held back are sent as the partial.
-    ``fail_at``: raise on that model call (counting from 1) to test error paths.
+    ``fail_at``: raise on that one model call (counting from 1) to test error paths.
     """
 
     name = "fake"
@@ -43,7 +43,7 @@ class DelayedWordBackend(Backend):
 
     def step(self, rows):
         self.calls += 1
-        if self.fail_at is not None and self.calls >= self.fail_at:
+        if self.calls == self.fail_at:
             raise RuntimeError("fake model exploded")
         out = []
         for row in rows:

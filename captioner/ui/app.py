@@ -1,0 +1,115 @@
+"""The desktop app: ``captioner`` with no arguments calls :func:`run_gui`."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Callable
+
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtWidgets import QApplication
+
+from captioner.ui.main_window import MainWindow
+from captioner.ui.overlay import CaptionOverlay, always_on_top_note
+from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
+from captioner.ui.settings_dialog import SettingsDialog
+from captioner.ui.tray import TrayIcon, app_icon
+
+
+class CaptionerApp:
+    """The assembled app: settings, overlay, main window, tray, shutdown.
+
+    Args:
+        settings: typed settings (default: the user's QSettings store).
+
+    Attributes:
+        overlay, window, tray: the parts, for tests and scripts.
+    """
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.overlay = CaptionOverlay(self.settings)
+        self.overlay.restore_geometry()
+        self.window = MainWindow(self.settings, self.overlay)
+        self.window.setWindowIcon(app_icon())
+        self.tray = TrayIcon(self.window, self.window.quit_action)
+        self.window.settings_action.triggered.connect(self.open_settings)
+        self.window.quit_action.triggered.connect(self.window.close)
+        self._shut = False
+
+    def show(self) -> None:
+        """Show the window (and the overlay if enabled), then say what needs saying."""
+        self.window.show()
+        self.window.set_overlay_visible(self.settings.get(Keys.OVERLAY_VISIBLE))
+        note = always_on_top_note()
+        if note:
+            self.window.messages.show_message(note, "info", "wayland")
+        self.window.check_recovery()
+
+    def open_settings(self) -> None:
+        """Open the (non-blocking) settings dialog."""
+        dialog = SettingsDialog(self.settings, self.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.applied.connect(self.overlay.apply_settings)
+        dialog.applied.connect(self.window.apply_shortcuts)
+        dialog.applied.connect(lambda: self.window.click_through_action.setChecked(self.overlay.click_through))
+        dialog.open()
+
+    def shutdown(self) -> None:
+        """Stop the engine (draining so the last words are kept), close the transcript, save settings."""
+        if self._shut:
+            return
+        self._shut = True
+        self.overlay.save_geometry()
+        self.window.controller.shutdown()
+        QCoreApplication.sendPostedEvents()  # deliver the drained events and "stopped" before closing
+        self.window.recorder.end()
+        self.settings.sync()
+        self.overlay.close()
+
+
+def _excepthook_for(app: CaptionerApp) -> Callable:
+    def hook(exc_type, exc, tb):
+        traceback.print_exception(exc_type, exc, tb)  # the log keeps the details
+        try:
+            app.window.messages.show_message(
+                f"Something went wrong ({exc_type.__name__}: {exc}). The transcript is kept; if captions "
+                "stopped, press Start again.",
+                "error",
+                "internal",
+            )
+        except Exception:  # noqa: BLE001
+            pass
+
+    return hook
+
+
+def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, autostart: bool = False) -> int:
+    """Run the desktop app until it quits.
+
+    Args:
+        argv: Qt command line (default ``sys.argv``).
+        settings: typed settings (default: the user's store).
+        autostart: press Start as soon as the window is up (demos, screenshots).
+
+    Returns:
+        The process exit code (0 after a normal quit).
+    """
+    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("captioner")
+    app.setWindowIcon(app_icon())
+    app.setQuitOnLastWindowClosed(False)  # the overlay is a tool window; quit when the main window closes
+    gui = CaptionerApp(settings)
+    gui.window.closed.connect(app.quit)
+    app.aboutToQuit.connect(gui.shutdown)
+    previous_hook = sys.excepthook
+    sys.excepthook = _excepthook_for(gui)
+    try:
+        gui.show()
+        if autostart:
+            gui.window.start()
+        return int(app.exec())
+    finally:
+        sys.excepthook = previous_hook

@@ -1,0 +1,124 @@
+"""MessageBar: non-modal messages inside the main window (what happened, what to do).
+
+Errors never open a blocking dialog and never show a traceback: each message is a
+row with an icon colour for its severity, the text, optional action buttons and a
+close button. A message with a ``code`` replaces the previous message with the
+same code, so a repeating condition ("backlog growing") shows once.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+
+_COLOURS = {"info": "#2d6cdf", "warning": "#c98a00", "error": "#c0392b"}
+
+
+class MessageRow(QFrame):
+    """One message: text, optional actions, close button."""
+
+    closed = Signal()
+
+    def __init__(self, text: str, severity: str, code: str, actions: list[tuple[str, Callable[[], None]]]) -> None:
+        super().__init__()
+        self.code = code
+        self.severity = severity if severity in _COLOURS else "warning"
+        self.setObjectName(f"message-{code or 'none'}")
+        colour = _COLOURS[self.severity]
+        self.setStyleSheet(
+            f"MessageRow {{ border-left: 4px solid {colour}; background: palette(alternate-base); padding: 2px; }}"
+        )
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 4, 4)
+        self.label = QLabel(text)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.label, 1)
+        self.buttons: dict[str, QPushButton] = {}
+        for name, callback in actions:
+            b = QPushButton(name)
+            b.clicked.connect(lambda _checked=False, cb=callback: cb())
+            b.clicked.connect(self.dismiss)
+            lay.addWidget(b)
+            self.buttons[name] = b
+        close = QToolButton()
+        close.setText("✕")
+        close.setToolTip("Dismiss")
+        close.setAutoRaise(True)
+        close.clicked.connect(self.dismiss)
+        lay.addWidget(close)
+
+    @property
+    def text(self) -> str:
+        """The message text."""
+        return self.label.text()
+
+    def dismiss(self) -> None:
+        """Remove this message."""
+        self.closed.emit()
+
+
+class MessageBar(QWidget):
+    """A stack of non-modal messages; hidden while empty.
+
+    Signals:
+        shown(str, str, str): text, severity, code of each message shown.
+    """
+
+    shown = Signal(str, str, str)
+    #: Messages kept at most; the oldest go first.
+    MAX_ROWS = 4
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(2)
+        self.rows: list[MessageRow] = []
+        self.setVisible(False)
+
+    def show_message(
+        self,
+        text: str,
+        severity: str = "warning",
+        code: str = "",
+        actions: list[tuple[str, Callable[[], None]]] | None = None,
+    ) -> MessageRow:
+        """Show a message (replacing one with the same non-empty ``code``).
+
+        Args:
+            text: one or two sentences: what happened and what to do.
+            severity: "info", "warning" or "error".
+            code: stable key, e.g. "device_lost", "backlog".
+            actions: ``(button text, callback)`` pairs; a click also dismisses.
+        """
+        if code:
+            self.clear(code)
+        row = MessageRow(text, severity, code, actions or [])
+        row.closed.connect(lambda r=row: self._remove(r))
+        self.rows.append(row)
+        self._layout.addWidget(row)
+        while len(self.rows) > self.MAX_ROWS:
+            self._remove(self.rows[0])
+        self.setVisible(True)
+        self.shown.emit(text, row.severity, code)
+        return row
+
+    def clear(self, code: str | None = None) -> None:
+        """Remove every message, or only those with ``code``."""
+        for row in list(self.rows):
+            if code is None or row.code == code:
+                self._remove(row)
+
+    def messages(self) -> list[tuple[str, str, str]]:
+        """``(text, severity, code)`` of the messages shown, oldest first."""
+        return [(r.text, r.severity, r.code) for r in self.rows]
+
+    def _remove(self, row: MessageRow) -> None:
+        if row in self.rows:
+            self.rows.remove(row)
+            row.setParent(None)
+            row.deleteLater()
+        self.setVisible(bool(self.rows))

@@ -1,0 +1,143 @@
+"""SettingsDialog: caption look, labels, behaviour and shortcuts, written through :mod:`captioner.ui.settings`."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QColorDialog,
+    QDialog,
+    QDialogButtonBox,
+    QFontComboBox,
+    QFormLayout,
+    QKeySequenceEdit,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSlider,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from captioner.ui.overlay import always_on_top_note
+from captioner.ui.settings import Keys, Settings
+
+
+class ColorButton(QPushButton):
+    """A button showing a colour; clicking opens a colour picker."""
+
+    def __init__(self, colour: str) -> None:
+        super().__init__()
+        self.set_colour(colour)
+        self.clicked.connect(self._pick)
+
+    def set_colour(self, colour: str) -> None:
+        """Show ``colour`` (``#rrggbb``)."""
+        self.colour = QColor(colour).name()
+        self.setText(self.colour)
+        self.setStyleSheet(f"background: {self.colour}; color: {'#000' if QColor(colour).lightness() > 128 else '#fff'}")
+
+    def _pick(self) -> None:
+        chosen = QColorDialog.getColor(QColor(self.colour), self, "Choose a colour")
+        if chosen.isValid():
+            self.set_colour(chosen.name())
+
+
+class SettingsDialog(QDialog):
+    """Edit overlay look/behaviour, source labels and shortcuts.
+
+    Args:
+        settings: the typed settings; written when the user presses OK or Apply.
+
+    Signals:
+        applied(): the settings were written (views re-read them).
+    """
+
+    applied = Signal()
+
+    def __init__(self, settings: Settings, parent=None) -> None:
+        super().__init__(parent)
+        self.settings = settings
+        self.setWindowTitle("captioner settings")
+        s = settings
+        form = QFormLayout()
+        self.lines = QSpinBox()
+        self.lines.setRange(1, 5)
+        self.lines.setValue(s.get(Keys.OVERLAY_LINES))
+        form.addRow("Caption lines:", self.lines)
+        self.font_family = QFontComboBox()
+        if s.get(Keys.OVERLAY_FONT_FAMILY):
+            self.font_family.setCurrentFont(QFont(s.get(Keys.OVERLAY_FONT_FAMILY)))
+        form.addRow("Font:", self.font_family)
+        self.font_size = QSpinBox()
+        self.font_size.setRange(int(Keys.OVERLAY_FONT_SIZE.minimum), int(Keys.OVERLAY_FONT_SIZE.maximum))
+        self.font_size.setValue(s.get(Keys.OVERLAY_FONT_SIZE))
+        self.font_size.setSuffix(" pt")
+        form.addRow("Font size:", self.font_size)
+        self.text_color = ColorButton(s.get(Keys.OVERLAY_TEXT_COLOR))
+        form.addRow("Text colour:", self.text_color)
+        self.partial_color = ColorButton(s.get(Keys.OVERLAY_PARTIAL_COLOR))
+        form.addRow("Unstable text colour:", self.partial_color)
+        self.background_color = ColorButton(s.get(Keys.OVERLAY_BACKGROUND_COLOR))
+        form.addRow("Background colour:", self.background_color)
+        self.opacity = QSlider(Qt.Orientation.Horizontal)
+        self.opacity.setRange(0, 100)
+        self.opacity.setValue(round(100 * s.get(Keys.OVERLAY_OPACITY)))
+        form.addRow("Background opacity:", self.opacity)
+        self.source_labels = QCheckBox('Start each turn with its source ("Meeting:")')
+        self.source_labels.setChecked(s.get(Keys.OVERLAY_SOURCE_LABELS))
+        form.addRow(self.source_labels)
+        self.click_through = QCheckBox("Clicks pass through the overlay")
+        self.click_through.setChecked(s.get(Keys.OVERLAY_CLICK_THROUGH))
+        form.addRow(self.click_through)
+        self.mic_label = QLineEdit(s.get(Keys.MIC_LABEL))
+        form.addRow("Microphone label:", self.mic_label)
+        self.system_label = QLineEdit(s.get(Keys.SYSTEM_LABEL))
+        form.addRow("System audio label:", self.system_label)
+        self.shortcut_start = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_START_STOP)))
+        form.addRow("Start/Stop shortcut:", self.shortcut_start)
+        self.shortcut_overlay = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY)))
+        form.addRow("Show/hide overlay:", self.shortcut_overlay)
+        self.shortcut_click = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_CLICK_THROUGH)))
+        form.addRow("Toggle click-through:", self.shortcut_click)
+        root = QVBoxLayout(self)
+        root.addLayout(form)
+        note = always_on_top_note()
+        if note:
+            label = QLabel(note)
+            label.setWordWrap(True)
+            root.addWidget(label)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Apply
+            | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
+        root.addWidget(buttons)
+
+    def apply(self) -> None:
+        """Write every field to the settings and emit :attr:`applied`."""
+        s = self.settings
+        s.set(Keys.OVERLAY_LINES, self.lines.value())
+        s.set(Keys.OVERLAY_FONT_FAMILY, self.font_family.currentFont().family())
+        s.set(Keys.OVERLAY_FONT_SIZE, self.font_size.value())
+        s.set(Keys.OVERLAY_TEXT_COLOR, self.text_color.colour)
+        s.set(Keys.OVERLAY_PARTIAL_COLOR, self.partial_color.colour)
+        s.set(Keys.OVERLAY_BACKGROUND_COLOR, self.background_color.colour)
+        s.set(Keys.OVERLAY_OPACITY, self.opacity.value() / 100.0)
+        s.set(Keys.OVERLAY_SOURCE_LABELS, self.source_labels.isChecked())
+        s.set(Keys.OVERLAY_CLICK_THROUGH, self.click_through.isChecked())
+        s.set(Keys.MIC_LABEL, self.mic_label.text().strip() or Keys.MIC_LABEL.default)
+        s.set(Keys.SYSTEM_LABEL, self.system_label.text().strip() or Keys.SYSTEM_LABEL.default)
+        s.set(Keys.SHORTCUT_START_STOP, self.shortcut_start.keySequence().toString())
+        s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
+        s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
+        s.sync()
+        self.applied.emit()
+
+    def accept(self) -> None:
+        """OK: apply and close."""
+        self.apply()
+        super().accept()

@@ -1,0 +1,48 @@
+"""The assembled app: settings dialog applies to the overlay, shortcuts rebind, shutdown is clean."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QKeySequence
+
+from captioner.ui.app import CaptionerApp
+from captioner.ui.settings import Keys
+from captioner.ui.settings_dialog import SettingsDialog
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def gui(qtbot, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    app = CaptionerApp(settings)
+    qtbot.addWidget(app.window)
+    qtbot.addWidget(app.overlay)
+    app.show()
+    yield app
+    app.shutdown()
+
+
+def test_app_opens_window_and_overlay(gui):
+    assert gui.window.isVisible() and gui.overlay.isVisible()
+    assert gui.window.start_button.text() == "Start"
+    assert gui.window.overlay_action.isChecked()
+    gui.window.overlay_action.trigger()
+    assert not gui.overlay.isVisible() and gui.settings.get(Keys.OVERLAY_VISIBLE) is False
+
+
+def test_settings_dialog_applies_to_overlay_and_shortcuts(gui, qtbot):
+    dialog = SettingsDialog(gui.settings, gui.window)
+    qtbot.addWidget(dialog)
+    dialog.applied.connect(gui.overlay.apply_settings)
+    dialog.applied.connect(gui.window.apply_shortcuts)
+    dialog.lines.setValue(4)
+    dialog.font_size.setValue(40)
+    dialog.click_through.setChecked(True)
+    dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+C"))
+    with qtbot.waitSignal(dialog.applied):
+        dialog.apply()
+    assert gui.settings.get(Keys.OVERLAY_LINES) == 4 and gui.overlay.max_lines == 4
+    assert gui.overlay.caption_font.pointSize() == 40
+    assert gui.overlay.click_through
+    assert gui.window.start_action.shortcut().toString() == "Ctrl+Alt+C"

@@ -1,0 +1,147 @@
+"""MainWindow with a fake engine: Start/Stop keeps the last words, Save writes 4 formats, errors, recovery."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import srt
+import webvtt
+from ui_fakes import fake_factories, speech
+
+from captioner.engine.qt_worker import EngineController, EngineWorker
+from captioner.events import Stats, TextDelta, TurnBoundary
+from captioner.transcript import LiveTranscript
+from captioner.ui.main_window import MainWindow
+from captioner.ui.overlay import CaptionOverlay
+from captioner.ui.recorder import TranscriptRecorder
+from captioner.ui.settings import Keys
+
+pytestmark = pytest.mark.gui
+
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo"]
+
+
+@pytest.fixture
+def make_window(qtbot, settings, tmp_path):
+    made = []
+
+    def make(audio=None, **kw):
+        wav = tmp_path / "talk.wav"
+        wav.write_bytes(b"fake")  # the fake source factory never reads it
+        bf, sf, pf, record = fake_factories({"talk.wav": speech(WORDS) if audio is None else audio}, **kw)
+        controller = EngineController(EngineWorker(bf, sf, pf))
+        overlay = CaptionOverlay(settings)
+        qtbot.addWidget(overlay)
+        recorder = TranscriptRecorder(journal_dir=tmp_path / "journal")
+        settings.set(Keys.SOURCE_MODE, "file")
+        settings.set(Keys.FILE, str(wav))
+        win = MainWindow(settings, overlay, controller, recorder)
+        qtbot.addWidget(win)
+        win.show()
+        overlay.show()
+        made.append(win)
+        return win, record
+
+    yield make
+    for w in made:
+        assert w.controller.shutdown(10000)
+
+
+def _run_and_stop(qtbot, win, record):
+    n = len(record["pipelines"])
+    win.start_button.click()
+    qtbot.waitUntil(lambda: len(record["pipelines"]) > n and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: win.overlay.visible_text() != "" and win.start_button.text() == "Stop", timeout=5000)
+    win.start_button.click()
+    qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=5000)
+
+
+def test_start_stop_keeps_the_last_word(make_window, qtbot):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    text = win.recorder.transcript.text()
+    assert text.split() == WORDS  # "echo" came out only through Stop's flush
+    pane = win.transcript_view.toPlainText()
+    assert "talk.wav: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
+    assert "echo" in win.overlay.visible_text()
+    assert win.start_button.text() == "Start" and win.mode_combo.isEnabled()
+
+
+def test_save_writes_all_four_formats(make_window, qtbot, tmp_path):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    out = tmp_path / "out"
+    out.mkdir()
+    for fmt in ("txt", "srt", "vtt", "json"):
+        assert win.save_transcript(str(out / f"t.{fmt}")) is not None
+    assert "alpha bravo charlie delta echo" in (out / "t.txt").read_text(encoding="utf-8")
+    subs = list(srt.parse((out / "t.srt").read_text(encoding="utf-8")))
+    assert " ".join(s.content for s in subs).split()[-1] == "echo"
+    assert [c.text for c in webvtt.read(str(out / "t.vtt"))]
+    data = json.loads((out / "t.json").read_text(encoding="utf-8"))
+    assert "echo" in json.dumps(data)
+    assert win.messages.messages()[-1][2] == "save"
+
+
+def test_save_error_is_a_message(make_window, qtbot, tmp_path):
+    win, _ = make_window()
+    assert win.save_transcript(str(tmp_path / "t.docx")) is None
+    text, severity, code = win.messages.messages()[-1]
+    assert (severity, code) == ("error", "save") and "Traceback" not in text
+
+
+def test_engine_error_shows_message_and_gui_stays_responsive(make_window, qtbot):
+    win, record = make_window(fail_at=3)
+    with qtbot.waitSignal(win.messages.shown, timeout=5000) as blocker:
+        win.start_button.click()
+    text, severity, code = blocker.args
+    assert severity == "error" and "Traceback" not in text and "Start" in text
+    qtbot.waitUntil(lambda: win.engine_state == "idle" and win.start_button.text() == "Start", timeout=5000)
+    # the window still works: a new run (same loaded model) starts, and Stop keeps its words
+    _run_and_stop(qtbot, win, record)
+    assert win.recorder.transcript.text().split() == WORDS
+
+
+def test_missing_file_is_a_usage_message_not_a_start(make_window, qtbot, settings):
+    win, record = make_window()
+    win.file_edit.setText("/nonexistent/talk.wav")
+    win.start_button.click()
+    assert win.messages.messages()[-1][2] == "config"
+    assert win.engine_state == "idle" and not record["pipelines"]
+
+
+def test_backlog_warning_comes_and_goes(make_window):
+    win, _ = make_window()
+    win._on_event(Stats(rtf=1.4, backlog_s=9.0, source="talk.wav"))
+    assert [m[2] for m in win.messages.messages()] == ["backlog"]
+    assert "RTF 1.40" in win.stats_label.text() and "backlog 9.0 s" in win.stats_label.text()
+    win._on_event(Stats(rtf=0.5, backlog_s=0.2, source="talk.wav"))
+    assert win.messages.messages() == []
+
+
+def test_crash_journal_is_offered_for_recovery(make_window, qtbot, tmp_path):
+    live, _ = LiveTranscript.start(tmp_path / "journal", backend="default", sources=["You"])
+    live.add(TextDelta("we lost power", 0.0, 1.0, True, "You"))
+    live.add(TurnBoundary(1.0, source="You"))  # never closed: the app "crashed"
+    win, _ = make_window()
+    assert win.check_recovery()
+    row = win.messages.rows[-1]
+    assert row.code == "recovery"
+    row.buttons["Recover"].click()
+    assert "You: we lost power" in win.transcript_view.toPlainText()
+    assert win.recorder.transcript.text() == "we lost power"
+    assert not win.check_recovery()  # marked as handled
+
+
+def test_clock_and_delay_pickers(make_window):
+    win, _ = make_window()
+    win.backend_combo.setCurrentIndex(win.backend_combo.findData("audio8"))
+    assert win.clock_combo.isEnabled() and win.language_combo.isEnabled()
+    win.clock_combo.setCurrentIndex(win.clock_combo.findData(120))
+    delays = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count())]
+    assert delays[0] == 240 and all(d % 120 == 0 for d in delays)
+    starred = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count()) if "★" in win.delay_combo.itemText(i)]
+    assert starred == [240, 480]  # model card post-trained points at 120 ms
+    win.backend_combo.setCurrentIndex(win.backend_combo.findData("default"))
+    assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
