@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Screenshot of the real app's caption overlay over other windows, under Xvfb + xcompmgr.
+#
+#   tests/gui_screenshot.sh [OUT_DIR]      (default: out/)
+#
+# Needs: Xvfb, xcompmgr (translucency; without it the overlay is opaque black),
+# ImageMagick (convert, display, import), espeak-ng, libxcb-icccm4 libxcb-keysyms1
+# libxcb-cursor0, fonts-noto-cjk. Plays espeak-ng speech through the file source with
+# the default model and writes OUT_DIR/overlay_live.png and OUT_DIR/overlay_after_stop.png.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$(realpath -m "${1:-$ROOT/out}")"
+PY="${PYTHON:-/work/venv/bin/python}"
+[ -x "$PY" ] || PY=python3
+WORK="$(mktemp -d)"
+DISPLAY_NUM="${SCREENSHOT_DISPLAY:-:97}"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+mkdir -p "$OUT"
+
+espeak-ng -s 150 -w "$WORK/speech.wav" "Good morning everyone. Thank you for joining the call today. \
+We will start with the quarterly report, and then talk about the new release. \
+Please send your questions before Friday."
+
+Xvfb "$DISPLAY_NUM" -screen 0 1280x800x24 -nolisten tcp &
+pids+=($!)
+export DISPLAY="$DISPLAY_NUM"
+for _ in $(seq 50); do xwininfo -root >/dev/null 2>&1 && break; sleep 0.1; done
+xcompmgr &
+pids+=($!)
+
+# another window to caption over: a "slide" filling the screen
+convert -size 1280x800 gradient:'#1f4e79-#f4b183' -fill white -pointsize 44 \
+  -annotate +80+160 'Quarterly report' -pointsize 28 -annotate +80+230 'Revenue, roadmap and the new release' \
+  "$WORK/slide.png"
+display -geometry 1280x800+0+0 -backdrop "$WORK/slide.png" &
+pids+=($!)
+sleep 1  # let the backdrop map before the app (no window manager: mapping order is stacking order)
+
+cd "$ROOT"
+CAPTIONER_DATA_DIR="$WORK/data" QT_QPA_PLATFORM=xcb OMP_NUM_THREADS=1 \
+  PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$PY" tests/gui_screenshot.py "$WORK/speech.wav" "$OUT"
+echo "screenshots in $OUT"
