@@ -16,6 +16,7 @@ from captioner.transcript.journal import (
     JournalError,
     find_unfinished,
     mark_closed,
+    prune_closed,
     read_journal,
     recover,
 )
@@ -241,3 +242,43 @@ def test_partial_write_then_error_completes_the_line_later(tmp_path, monkeypatch
     j.close()
     assert recover(j.path).final_text("You") == " Bonjour à tous"
     assert [r["type"] for r in read_journal(j.path)] == ["header", "text", "text", "close"]
+
+
+def test_find_unfinished_reads_only_head_and_tail_of_big_journals(tmp_path):
+    j = Journal(tmp_path / "big.jsonl")
+    for i in range(3000):  # ~250 KB, larger than the head + tail that are peeked at
+        j.append(TextDelta(f" word{i}", i * 0.08, i * 0.08 + 0.08, True, "You"))
+    assert j.path.stat().st_size > 200_000
+    assert find_unfinished(tmp_path) == [j.path]
+    j.close()
+    assert find_unfinished(tmp_path) == []
+    assert recover(j.path).final_text("You") == "".join(f" word{i}" for i in range(3000))
+
+
+def test_prune_closed_deletes_only_old_clean_journals(tmp_path):
+    old_clean = Journal(tmp_path / "a.jsonl")
+    old_clean.append(EVENTS[0])
+    old_clean.close()
+    old_crashed = Journal(tmp_path / "b.jsonl")
+    old_crashed.append(EVENTS[0])
+    new_clean = Journal(tmp_path / "c.jsonl")
+    new_clean.close()
+    month_ago = 1_000_000_000
+    os.utime(old_clean.path, (month_ago, month_ago))
+    os.utime(old_crashed.path, (month_ago, month_ago))
+    assert prune_closed(tmp_path, older_than_days=14) == [old_clean.path]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.jsonl", "c.jsonl"]
+
+
+def test_close_on_full_disk_can_be_retried(tmp_path, monkeypatch):
+    j = Journal(tmp_path / "c.jsonl")
+    j.append(EVENTS[0])
+    real_write = os.write
+    monkeypatch.setattr(journal_mod.os, "write", lambda fd, data: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    for _ in range(2):
+        with pytest.raises(JournalError, match="disk is full"):
+            j.close()
+    assert not j.closed and find_unfinished(tmp_path) == [j.path]
+    monkeypatch.setattr(journal_mod.os, "write", real_write)
+    j.close()
+    assert j.closed and [r["type"] for r in read_journal(j.path)] == ["header", "text", "close"]

@@ -1,14 +1,22 @@
 """captioner.transcript: segments and turns, the autosave journal, and TXT/SRT/WebVTT/JSON writers.
 
 - ``model``: ``Segment`` and the ``Transcript`` builder fed with ``captioner.events``.
-- ``journal``: append-only fsynced JSON Lines journal, ``recover``, ``find_unfinished``.
+- ``journal``: append-only fsynced JSON Lines journal, ``recover``, ``find_unfinished``, ``prune_closed``.
 - ``cues``: segments -> readable subtitle cues (2 lines, 42 columns / 16 CJK characters).
 - ``writers``: UTF-8, atomic TXT/SRT/VTT/JSON files.
 - ``live``: ``LiveTranscript`` = transcript + journal, journal failures as ``Notice`` events.
 """
 
 from captioner.transcript.cues import Cue, make_cues
-from captioner.transcript.journal import Journal, JournalError, find_unfinished, mark_closed, read_journal, recover
+from captioner.transcript.journal import (
+    Journal,
+    JournalError,
+    find_unfinished,
+    mark_closed,
+    prune_closed,
+    read_journal,
+    recover,
+)
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.model import Segment, Transcript
 from captioner.transcript.writers import (
@@ -35,6 +43,7 @@ __all__ = [
     "format_transcript",
     "make_cues",
     "mark_closed",
+    "prune_closed",
     "read_journal",
     "recover",
     "write_json",

@@ -117,6 +117,7 @@ class Journal:
         self._torn = False  # the file ends in a torn line: start the next record with "\n"
         self._fd: int | None = None
         self.error: JournalError | None = None  # last write error, None once writes succeed again
+        self._closing = False
         self.created: str | None = None  # ISO wall-clock time in the header this object wrote
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +250,9 @@ class Journal:
         with self._lock:
             if self._fd is None:
                 return
-            self._pending.append(_encode({"type": "close", "closed": _now_iso(), "reason": reason}))
+            if not self._closing:  # a retried close does not queue a second close record
+                self._pending.append(_encode({"type": "close", "closed": _now_iso(), "reason": reason}))
+                self._closing = True
             self._drain()
             fd, self._fd = self._fd, None
         try:
@@ -282,18 +285,7 @@ def read_journal(path: str | os.PathLike) -> list[dict[str, Any]]:
         raw = path.read_bytes()
     except OSError as exc:
         raise JournalError(f"Cannot read the autosave journal {path}: {_explain(exc)}.", path, exc.errno) from exc
-    records: list[dict[str, Any]] = []
-    for line in raw.split(b"\n"):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
-            records.append(record)
-    return records
+    return _parse_lines(raw)
 
 
 def _float(value: Any) -> float | None:
@@ -351,8 +343,47 @@ def is_closed(records: Iterable[dict[str, Any]]) -> bool:
     return any(r["type"] == "close" for r in records)
 
 
+def _parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    records = []
+    for line in raw.split(b"\n"):
+        try:
+            record = json.loads(line.decode("utf-8")) if line.strip() else None
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str):
+            records.append(record)
+    return records
+
+
+def _peek(path: Path, head: int = 65536, tail: int = 4096) -> tuple[bool, bool]:
+    """(has a text record, ends with a close record) from the file's head and tail only.
+
+    A close record is always the last record written, so the tail decides it; a day
+    of 24/7 captioning makes a journal of tens of MB, which is never read whole here.
+    """
+    with open(path, "rb") as f:
+        first = f.read(head)
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - tail))
+        last = f.read(tail)
+    tail_records = _parse_lines(last)
+    closed = bool(tail_records) and tail_records[-1]["type"] == "close"
+    has_text = any(r["type"] == "text" for r in _parse_lines(first) + tail_records)
+    return has_text, closed
+
+
+def _journals(directory: str | os.PathLike | None) -> list[Path]:
+    folder = Path(directory) if directory is not None else paths.journal_dir()
+    try:
+        return [p for p in folder.glob(f"*{JOURNAL_SUFFIX}") if p.is_file()]
+    except OSError:
+        return []
+
+
 def find_unfinished(directory: str | os.PathLike | None = None) -> list[Path]:
     """Journals that hold text but were never closed cleanly (the app crashed or was killed).
+
+    Only the head and tail of each file are read, so this is cheap at start-up.
 
     Args:
         directory: folder of the journals; default ``captioner.paths.journal_dir()``.
@@ -361,22 +392,38 @@ def find_unfinished(directory: str | os.PathLike | None = None) -> list[Path]:
     Returns:
         Paths, newest (by modification time) first. Unreadable files are skipped.
     """
-    folder = Path(directory) if directory is not None else paths.journal_dir()
     found: list[tuple[float, Path]] = []
-    try:
-        candidates = list(folder.glob(f"*{JOURNAL_SUFFIX}"))
-    except OSError:
-        return []
-    for path in candidates:
+    for path in _journals(directory):
         try:
-            records = read_journal(path)
+            has_text, closed = _peek(path)
             mtime = path.stat().st_mtime
-        except (JournalError, OSError):
+        except OSError:
             continue
-        if not is_closed(records) and any(r["type"] == "text" for r in records):
+        if has_text and not closed:
             found.append((mtime, path))
     found.sort(key=lambda item: item[0], reverse=True)
     return [p for _, p in found]
+
+
+def prune_closed(directory: str | os.PathLike | None = None, *, older_than_days: float = 14.0) -> list[Path]:
+    """Delete cleanly closed journals last written more than ``older_than_days`` days ago.
+
+    Journals hold private speech transcripts, so they are not kept forever; unfinished
+    (recoverable) journals are never deleted.
+
+    Returns:
+        The deleted paths. Files that cannot be deleted are skipped.
+    """
+    cutoff = datetime.now().timestamp() - older_than_days * 86400.0
+    deleted = []
+    for path in _journals(directory):
+        try:
+            if path.stat().st_mtime < cutoff and _peek(path)[1]:
+                path.unlink()
+                deleted.append(path)
+        except OSError:
+            continue
+    return deleted
 
 
 def mark_closed(path: str | os.PathLike, reason: str = "recovered") -> None:
@@ -397,6 +444,7 @@ __all__ = [
     "find_unfinished",
     "is_closed",
     "mark_closed",
+    "prune_closed",
     "read_journal",
     "recover",
 ]
