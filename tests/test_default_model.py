@@ -2,7 +2,7 @@
 
 Measured on the 2-core development machine (2026-11-30): WER 0.07 on these five espeak-ng
 sentences streamed in 100 ms blocks (0.12 with the CPU shared by other jobs: Moonshine's re-decode
-# cadence follows wall-clock load); the bound below leaves room for that noise.
+cadence follows wall-clock load); the bound below leaves room for that noise.
 """
 
 from __future__ import annotations
