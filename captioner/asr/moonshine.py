@@ -24,6 +24,7 @@ import numpy as np
 
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
+from captioner.asr.repeats import collapse_repeats
 from captioner.events import Event, TextDelta, TurnBoundary
 
 #: Seconds between Moonshine re-decodes of the open line (its own default, 0.5 s).
@@ -136,7 +137,7 @@ class MoonshineBackend(Backend):
             line = ev.line
             start = max(0.0, float(line.start_time))
             end = start + max(0.0, float(line.duration))
-            text = (line.text or "").strip()
+            text = collapse_repeats((line.text or "").strip())
             if isinstance(ev, LineCompleted) or line.is_complete:
                 if line.line_id in state.finished_ids:
                     continue
