@@ -1,0 +1,203 @@
+"""``captioner transcribe AUDIO``: stream a file through the live session/engine path.
+
+The file is decoded with soundfile (any rate, any channel count), downmixed, resampled
+to the backend rate with soxr, and fed in blocks of one clock step (the backend's
+``chunk_step``), or paced in real time with ``--realtime``, through the same
+:class:`~captioner.engine.session.StreamingSession` that live audio uses. Every final
+text and turn goes to the autosave journal as it is decoded, so a failing output disk
+loses nothing.
+
+Exit codes: 0 success (an empty or silent file gives an empty transcript), 2 usage
+error (bad option, missing file, invalid clock/delay), 1 runtime failure (unreadable
+audio, model failed to load or run, output not writable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from captioner.asr import BACKENDS, BackendError, load_backend
+from captioner.asr.geometry import ChunkGeometry, GeometryError
+from captioner.audio.fileio import AudioFileError, load_audio
+from captioner.engine.session import StreamingSession
+from captioner.events import Notice
+from captioner.transcript.live import LiveTranscript
+from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
+
+#: Files longer than this (s) get progress lines on stderr.
+PROGRESS_AFTER_S = 5.0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the ``transcribe`` subcommand."""
+    p = sub.add_parser(
+        "transcribe",
+        help="caption an audio file (same streaming path as live audio)",
+        description="Transcribe an audio file by streaming it through the caption engine.",
+    )
+    p.add_argument("audio", help="audio file (WAV, FLAC, OGG, ...; any sample rate and channel count)")
+    add_backend_arguments(p)
+    p.add_argument("--format", choices=FORMATS, default=None, help="output format (default: from -o's suffix, else txt)")
+    p.add_argument("-o", "--output", help="write the transcript here instead of standard output")
+    p.add_argument("--realtime", action="store_true", help="pace the audio in real time, like a live source")
+    p.add_argument("--label", default=None, help="source label in the transcript (default: the file name)")
+
+
+def add_backend_arguments(p: argparse.ArgumentParser) -> None:
+    """The backend options shared by ``transcribe`` and ``listen``."""
+    p.add_argument("--backend", choices=BACKENDS, default="default", help="ASR backend (default: embedded model)")
+    p.add_argument("--model", help="Audio8 checkpoint directory, .tflite file, or ws:// URL of a remote server")
+    p.add_argument("--clock", type=int, default=80, help="audio clock in ms: 80, 120 or 160 (Audio8)")
+    p.add_argument("--delay", type=int, default=480, help="transcription delay in ms, a multiple of the clock (Audio8)")
+    p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
+
+
+def _error(msg: str) -> None:
+    print(f"captioner: error: {msg}", file=sys.stderr)
+
+
+def check_backend_arguments(args: argparse.Namespace) -> str | None:
+    """Validate backend options before anything heavy loads; returns a usage message or None."""
+    if args.backend in ("audio8", "tflite") and not args.model:
+        return f"--backend {args.backend} needs --model"
+    if args.model and args.backend in ("audio8", "tflite") and not os.path.exists(args.model):
+        return f"model not found: {args.model}"
+    if args.backend in ("audio8", "remote"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ChunkGeometry.from_clock(args.clock, args.delay)
+        except GeometryError as exc:
+            return str(exc)
+    if args.backend == "default" and args.language != "en":
+        return "the default model is English-only; use --backend audio8 for Chinese"
+    return None
+
+
+def open_backend(args: argparse.Namespace):
+    """Load the backend chosen by the arguments (raises BackendError/GeometryError)."""
+    return load_backend(
+        args.backend,
+        args.model,
+        clock_ms=args.clock,
+        delay_ms=args.delay,
+        language=args.language,
+    )
+
+
+class _Progress:
+    def __init__(self, total_s: float) -> None:
+        self.total_s = total_s
+        self.enabled = total_s > PROGRESS_AFTER_S
+        self.tty = sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+        self.last = -1.0
+
+    def update(self, done_s: float) -> None:
+        if not self.enabled:
+            return
+        step = 0.5 if self.tty else max(5.0, self.total_s / 10)
+        if done_s - self.last < step and done_s < self.total_s:
+            return
+        self.last = done_s
+        elapsed = time.perf_counter() - self.t0
+        rtf = elapsed / done_s if done_s else 0.0
+        line = f"transcribing: {done_s:6.1f} / {self.total_s:.1f} s  (real-time factor {rtf:.2f})"
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self.enabled and self.tty:
+            print(file=sys.stderr)
+
+
+def _notice(n: Notice | None) -> None:
+    if n is not None:
+        print(f"captioner: {n.severity}: {n.message}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``captioner transcribe``; returns the exit code."""
+    fmt = args.format or (Path(args.output).suffix.lstrip(".").lower() if args.output else "") or "txt"
+    if fmt not in FORMATS:
+        _error(f"unknown output format {fmt!r}; use --format with one of: {', '.join(FORMATS)}")
+        return 2
+    if not os.path.exists(args.audio):
+        _error(f"audio file not found: {args.audio}")
+        return 2
+    usage = check_backend_arguments(args)
+    if usage:
+        _error(usage)
+        return 2
+    try:
+        backend = open_backend(args)
+    except GeometryError as exc:
+        _error(str(exc))
+        return 2
+    except BackendError as exc:
+        _error(str(exc))
+        return 1
+    try:
+        audio = load_audio(args.audio, backend.sample_rate)
+    except AudioFileError as exc:
+        _error(str(exc))
+        return 1
+    label = args.label or Path(args.audio).name
+    live, notice = LiveTranscript.start(backend=backend.describe(), sources=[label], metadata={"audio": args.audio})
+    _notice(notice)
+    session = StreamingSession(backend, label)
+    block = backend.geometry.chunk_step
+    rate = backend.sample_rate
+    progress = _Progress(len(audio) / rate)
+    t_start = time.perf_counter()
+    stats = session.stats()
+    try:
+        for i in range(0, len(audio), block):
+            piece = audio[i : i + block]
+            if args.realtime:
+                wait = t_start + (i + len(piece)) / rate - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)  # pacing like a live device, not synchronisation
+            for ev in session.feed(piece):
+                _notice(live.add(ev))
+            progress.update((i + len(piece)) / rate)
+        stats = session.stats()
+        for ev in session.end():
+            _notice(live.add(ev))
+    except KeyboardInterrupt:
+        _notice(live.close())
+        _error("interrupted; the text so far is in the journal " + str(live.transcript.metadata.get("journal", "")))
+        return 1
+    except Exception as exc:  # a model failure: keep what was decoded
+        _notice(live.close())
+        _error(f"the {backend.name} model failed: {exc}. The text so far is in the journal "
+               f"{live.transcript.metadata.get('journal', '')}")
+        return 1
+    finally:
+        progress.done()
+    if stats.nonfinite_samples:
+        print(f"captioner: warning: {stats.nonfinite_samples} NaN/inf samples were treated as silence", file=sys.stderr)
+    _notice(live.close())
+    elapsed = time.perf_counter() - t_start
+    if progress.enabled:
+        print(
+            f"captioner: {len(audio) / rate:.1f} s of audio in {elapsed:.1f} s (real-time factor "
+            f"{elapsed / max(len(audio) / rate, 1e-9):.2f}, {stats.step_ms:.1f} ms per step)",
+            file=sys.stderr,
+        )
+    transcript = live.transcript
+    if args.output:
+        try:
+            write_transcript(transcript, args.output, fmt)
+        except TranscriptWriteError as exc:
+            _error(str(exc))
+            return 1
+    else:
+        sys.stdout.write(format_transcript(transcript, fmt))
+        sys.stdout.flush()
+    backend.close()
+    return 0

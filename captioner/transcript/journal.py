@@ -1,0 +1,450 @@
+"""Autosave journal: every final text and turn end on disk as it happens, for crash recovery.
+
+A journal is a JSON Lines file (UTF-8, one JSON object per line) in
+``captioner.paths.journal_dir()``:
+
+- ``{"type": "header", "version": 1, "created": ISO wall-clock time, "backend": ...,
+  "sources": [...]}`` first;
+- ``{"type": "text", "source", "start", "end", "text"}`` per *final* ``TextDelta``
+  (partials are never journaled: they are not final);
+- ``{"type": "turn", "source", "time", "kind", "probability"}`` per ``TurnBoundary``;
+- ``{"type": "close", "closed": ISO time, "reason": ...}`` when the session ends cleanly.
+
+Each record is written with ``os.write`` on an ``O_APPEND`` descriptor and then
+``os.fsync``, so a crash or a power cut loses at most the record being written. The
+reader skips a torn last line and any garbage line. Recording every final delta (not
+every closed segment) means nothing decoded is lost even inside a turn that never
+ended. ``recover`` replays the records through the same ``Transcript`` builder, so
+the rebuilt transcript equals the live one.
+
+A write that fails (disk full, read-only medium, unplugged drive) raises
+``JournalError`` with a clear message; the record stays queued in memory and is
+retried with the next write, so the journal catches up once space is freed.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import secrets
+import threading
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable
+
+from captioner import paths
+from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.transcript.model import Transcript
+
+JOURNAL_VERSION = 1
+JOURNAL_SUFFIX = ".jsonl"
+JOURNAL_PREFIX = "session-"
+
+
+class JournalError(RuntimeError):
+    """The journal could not be created, written or read. The message names the file and the fix.
+
+    Attributes:
+        path: the journal file (or directory) concerned.
+        errno: the OS error number (``errno.ENOSPC``, ...) or None.
+    """
+
+    def __init__(self, message: str, path: str | os.PathLike | None = None, err: int | None = None):
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+        self.errno = err
+
+
+def _explain(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC or exc.errno == getattr(errno, "EDQUOT", -1):
+        return "the disk is full. Free some disk space"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "permission denied or read-only. Choose a writable data folder (CAPTIONER_DATA_DIR)"
+    if exc.errno in (errno.ENOTDIR, errno.ENOENT):
+        return "the folder does not exist or a file is in the way. Choose another data folder (CAPTIONER_DATA_DIR)"
+    return f"{exc.strerror or exc}. Check the drive and the data folder (CAPTIONER_DATA_DIR)"
+
+
+def _now_iso() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def _record_for(event: Event) -> dict[str, Any] | None:
+    if isinstance(event, TextDelta):
+        if not event.final or not event.text:
+            return None
+        return {"type": "text", "source": event.source, "start": event.start, "end": event.end, "text": event.text}
+    if isinstance(event, TurnBoundary):
+        return {
+            "type": "turn",
+            "source": event.source,
+            "time": event.time,
+            "kind": event.kind,
+            "probability": event.probability,
+        }
+    return None
+
+
+def _encode(record: dict[str, Any]) -> bytes:
+    # allow_nan=False: NaN/inf are not JSON; the builder clamps them anyway, so store null.
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+    return (json.dumps(clean, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+class Journal:
+    """Append-only, fsynced JSON Lines journal of one session.
+
+    Thread-safe: ``append`` may be called from the engine thread while the UI
+    thread closes the journal.
+
+    Args:
+        path: journal file; created (with its folder) if missing, appended to if
+            it exists (a header is written only to an empty file).
+        backend: description of the ASR backend, stored in the header.
+        sources: source labels of the session, stored in the header.
+
+    Raises:
+        JournalError: the folder or file cannot be created or opened.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, backend: str = "", sources: Iterable[str] = ()) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._pending: deque[bytes] = deque()
+        self._torn = False  # the file ends in a torn line: start the next record with "\n"
+        self._fd: int | None = None
+        self.error: JournalError | None = None  # last write error, None once writes succeed again
+        self._closing = False
+        self.created: str | None = None  # ISO wall-clock time in the header this object wrote
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # 0o600: transcripts are private; O_APPEND: every write lands at the end.
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            size = os.fstat(self._fd).st_size
+            empty = size == 0
+            if not empty:
+                # A crash may have left a torn last line: start our first record on a new line.
+                with open(self.path, "rb") as existing:
+                    existing.seek(size - 1)
+                    self._torn = existing.read(1) != b"\n"
+        except OSError as exc:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            raise JournalError(
+                f"Cannot create the autosave journal {self.path}: {_explain(exc)}. "
+                "Captions still work, but a crash would lose this session.",
+                self.path,
+                exc.errno,
+            ) from exc
+        if empty:
+            self.created = _now_iso()
+            header = {
+                "type": "header",
+                "version": JOURNAL_VERSION,
+                "created": self.created,
+                "backend": backend,
+                "sources": list(sources),
+            }
+            try:
+                self._write_record(header)
+            except JournalError:
+                os.close(self._fd)
+                self._fd = None
+                raise
+
+    @classmethod
+    def create(
+        cls, directory: str | os.PathLike | None = None, *, backend: str = "", sources: Iterable[str] = ()
+    ) -> "Journal":
+        """Start a new journal file ``session-YYYYmmdd-HHMMSS-<random>.jsonl`` in ``directory``.
+
+        Args:
+            directory: folder of the journals; default ``captioner.paths.journal_dir()``.
+
+        Raises:
+            JournalError: as for ``Journal(...)``.
+        """
+        folder = Path(directory) if directory is not None else paths.journal_dir()
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        name = f"{JOURNAL_PREFIX}{stamp}-{secrets.token_hex(3)}{JOURNAL_SUFFIX}"
+        return cls(folder / name, backend=backend, sources=sources)
+
+    # ------------------------------------------------------------- writing
+    def append(self, event: Event) -> bool:
+        """Journal a final ``TextDelta`` or a ``TurnBoundary``; ignore every other event.
+
+        Returns:
+            True if a record was queued for this event (and, without an error, is
+            now on disk), False if the event is not journaled (partials, stats...).
+
+        Raises:
+            JournalError: the write or fsync failed. The record stays queued and is
+                retried by the next ``append``/``close``; the caller's transcript
+                is unaffected.
+        """
+        record = _record_for(event)
+        if record is None:
+            return False
+        self._write_record(record)
+        return True
+
+    def _write_record(self, record: dict[str, Any]) -> None:
+        with self._lock:
+            if self._fd is None:
+                raise JournalError(f"The autosave journal {self.path} is already closed.", self.path)
+            self._pending.append(_encode(record))
+            self._drain()
+
+    def _drain(self) -> None:
+        fd = self._fd
+        assert fd is not None
+        try:
+            if self._torn:
+                os.write(fd, b"\n")
+                self._torn = False
+            while self._pending:
+                data = memoryview(self._pending[0])
+                written = 0
+                try:
+                    while written < len(data):
+                        written += os.write(fd, data[written:])
+                except OSError:
+                    # Part of the line is on disk: keep the rest queued, appending it
+                    # later completes the line (O_APPEND, single writer).
+                    self._pending[0] = bytes(data[written:])
+                    raise
+                self._pending.popleft()
+            os.fsync(fd)
+        except OSError as exc:
+            self.error = JournalError(
+                f"Cannot write the autosave journal {self.path}: {_explain(exc)}. "
+                f"Captions continue and stay in memory; {len(self._pending)} record(s) will be "
+                "written when the disk accepts them again. Save the transcript elsewhere to be safe.",
+                self.path,
+                exc.errno,
+            )
+            raise self.error from exc
+        self.error = None
+
+    @property
+    def pending(self) -> int:
+        """Number of records waiting in memory because writing failed."""
+        return len(self._pending)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` succeeded."""
+        return self._fd is None
+
+    def close(self, reason: str = "finished") -> None:
+        """Write the clean-close record and close the file. Idempotent.
+
+        Raises:
+            JournalError: the close record (or earlier queued records) could not be
+                written; the file stays open so ``close`` can be retried.
+        """
+        with self._lock:
+            if self._fd is None:
+                return
+            if not self._closing:  # a retried close does not queue a second close record
+                self._pending.append(_encode({"type": "close", "closed": _now_iso(), "reason": reason}))
+                self._closing = True
+            self._drain()
+            fd, self._fd = self._fd, None
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+# ----------------------------------------------------------------- reading
+def read_journal(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read every intact record of a journal.
+
+    A torn last line (crash mid-write), blank lines, lines that are not JSON objects
+    with a ``"type"``, and invalid UTF-8 are skipped, never raised.
+
+    Returns:
+        The records in file order (header first when intact).
+
+    Raises:
+        JournalError: the file cannot be opened or read.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise JournalError(f"Cannot read the autosave journal {path}: {_explain(exc)}.", path, exc.errno) from exc
+    return _parse_lines(raw)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
+    """Turn journal records back into events (``TextDelta(final=True)`` / ``TurnBoundary``).
+
+    Records with missing or wrongly typed fields are skipped.
+    """
+    events: list[Event] = []
+    for rec in records:
+        source = rec.get("source", "")
+        if not isinstance(source, str):
+            continue
+        if rec["type"] == "text":
+            text, start, end = rec.get("text"), _float(rec.get("start")), _float(rec.get("end"))
+            if isinstance(text, str) and text and start is not None:
+                events.append(TextDelta(text, start, end if end is not None else start, True, source))
+        elif rec["type"] == "turn":
+            time = _float(rec.get("time"))
+            kind = rec.get("kind") if isinstance(rec.get("kind"), str) else "semantic_vad"
+            prob = _float(rec.get("probability"))
+            if time is not None:
+                events.append(TurnBoundary(time, kind, 1.0 if prob is None else prob, source))
+    return events
+
+
+def recover(path: str | os.PathLike) -> Transcript:
+    """Rebuild the transcript of a journal (after a crash, or to reopen a session).
+
+    The header's ``created``/``backend``/``sources`` go into ``Transcript.metadata``
+    (plus ``journal``: the path). Segments that were open at a crash stay open; in a
+    cleanly closed journal they are closed as ``"end_of_stream"`` turns.
+
+    Raises:
+        JournalError: the file cannot be read.
+    """
+    records = read_journal(path)
+    header = next((r for r in records if r["type"] == "header"), {})
+    metadata = {k: header[k] for k in ("created", "backend", "sources") if k in header}
+    metadata["journal"] = str(path)
+    transcript = Transcript(metadata)
+    transcript.extend(events_from_records(records))
+    if is_closed(records):
+        transcript.close_all()
+    return transcript
+
+
+def is_closed(records: Iterable[dict[str, Any]]) -> bool:
+    """True if the records contain a clean-close record."""
+    return any(r["type"] == "close" for r in records)
+
+
+def _parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    records = []
+    for line in raw.split(b"\n"):
+        try:
+            record = json.loads(line.decode("utf-8")) if line.strip() else None
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str):
+            records.append(record)
+    return records
+
+
+def _peek(path: Path, head: int = 65536, tail: int = 4096) -> tuple[bool, bool]:
+    """(has a text record, ends with a close record) from the file's head and tail only.
+
+    A close record is always the last record written, so the tail decides it; a day
+    of 24/7 captioning makes a journal of tens of MB, which is never read whole here.
+    """
+    with open(path, "rb") as f:
+        first = f.read(head)
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - tail))
+        last = f.read(tail)
+    tail_records = _parse_lines(last)
+    closed = bool(tail_records) and tail_records[-1]["type"] == "close"
+    has_text = any(r["type"] == "text" for r in _parse_lines(first) + tail_records)
+    return has_text, closed
+
+
+def _journals(directory: str | os.PathLike | None) -> list[Path]:
+    folder = Path(directory) if directory is not None else paths.journal_dir()
+    try:
+        return [p for p in folder.glob(f"*{JOURNAL_SUFFIX}") if p.is_file()]
+    except OSError:
+        return []
+
+
+def find_unfinished(directory: str | os.PathLike | None = None) -> list[Path]:
+    """Journals that hold text but were never closed cleanly (the app crashed or was killed).
+
+    Only the head and tail of each file are read, so this is cheap at start-up.
+
+    Args:
+        directory: folder of the journals; default ``captioner.paths.journal_dir()``.
+            A missing folder gives an empty list.
+
+    Returns:
+        Paths, newest (by modification time) first. Unreadable files are skipped.
+    """
+    found: list[tuple[float, Path]] = []
+    for path in _journals(directory):
+        try:
+            has_text, closed = _peek(path)
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if has_text and not closed:
+            found.append((mtime, path))
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [p for _, p in found]
+
+
+def prune_closed(directory: str | os.PathLike | None = None, *, older_than_days: float = 14.0) -> list[Path]:
+    """Delete cleanly closed journals last written more than ``older_than_days`` days ago.
+
+    Journals hold private speech transcripts, so they are not kept forever; unfinished
+    (recoverable) journals are never deleted.
+
+    Returns:
+        The deleted paths. Files that cannot be deleted are skipped.
+    """
+    cutoff = datetime.now().timestamp() - older_than_days * 86400.0
+    deleted = []
+    for path in _journals(directory):
+        try:
+            if path.stat().st_mtime < cutoff and _peek(path)[1]:
+                path.unlink()
+                deleted.append(path)
+        except OSError:
+            continue
+    return deleted
+
+
+def mark_closed(path: str | os.PathLike, reason: str = "recovered") -> None:
+    """Append a close record to an unfinished journal so it is not offered again.
+
+    Raises:
+        JournalError: the file cannot be written.
+    """
+    journal = Journal(path)
+    journal.close(reason)
+
+
+__all__ = [
+    "JOURNAL_VERSION",
+    "Journal",
+    "JournalError",
+    "events_from_records",
+    "find_unfinished",
+    "is_closed",
+    "mark_closed",
+    "prune_closed",
+    "read_journal",
+    "recover",
+]

@@ -1,0 +1,42 @@
+# Shared by start.sh and test.sh: install apt packages (as root) and a virtual environment.
+# usage: install_apt run|test ; make_venv DIR EXTRAS
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+
+install_apt() {  # $1: "run" or "test" (test includes run)
+  local want
+  if [ "$1" = test ]; then want='^(run|test) '; else want='^run '; fi
+  local pkgs
+  pkgs=$(grep -E "$want" "$here/apt-packages.txt" | awk '{print $2}' | tr '\n' ' ')
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "captioner: not a Debian/Ubuntu system; install the equivalents of: $pkgs" >&2
+    return 0
+  fi
+  local missing=""
+  for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" = 0 ]; then
+    echo "captioner: installing system packages:$missing" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  elif command -v sudo >/dev/null 2>&1; then
+    echo "captioner: installing system packages with sudo:$missing" >&2
+    sudo apt-get update -qq >/dev/null
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+  else
+    echo "captioner: please install these system packages first:$missing" >&2
+    return 1
+  fi
+}
+
+make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
+  local venv="$1" extras="$2"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  case "$extras" in
+    *audio8*) "$venv/bin/python" -m pip install -q "torch==2.13.0" ;;  # CPU wheel; never an unpinned CUDA build
+  esac
+  "$venv/bin/python" -m pip install -q -e "$repo$extras"
+}

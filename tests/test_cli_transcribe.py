@@ -1,0 +1,115 @@
+"""``captioner transcribe`` end to end on the default model, and its bad-input behaviour."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import soundfile as sf
+import srt
+import webvtt
+
+from captioner.cli import main
+from tests.speech import espeak, have_espeak, normalize_words
+
+needs_espeak = pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+
+
+@pytest.fixture(autouse=True)
+def data_dir(tmp_path, monkeypatch):
+    d = tmp_path / "data"
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(d))
+    return d
+
+
+@pytest.fixture(scope="module")
+def wav(tmp_path_factory):
+    if not have_espeak():
+        pytest.skip("espeak-ng is not installed")
+    return espeak("Good morning. The project meeting begins at ten o clock.", tmp_path_factory.mktemp("cli") / "speech.wav")
+
+
+def journal_finals(data_dir) -> str:
+    files = list((data_dir / "journal").glob("*.jsonl"))
+    assert len(files) == 1
+    recs = [json.loads(line) for line in files[0].read_text(encoding="utf-8").splitlines() if line.strip()]
+    return " ".join(r.get("text", "") for r in recs)
+
+
+@needs_espeak
+@pytest.mark.slow
+def test_transcribe_to_srt_on_stdout(wav, capsys, data_dir):
+    assert main(["transcribe", str(wav), "--format", "srt"]) == 0
+    out = capsys.readouterr().out
+    cues = list(srt.parse(out))
+    assert cues and all(c.start < c.end for c in cues)
+    assert [c.start for c in cues] == sorted(c.start for c in cues)
+    words = normalize_words(" ".join(c.content for c in cues))
+    assert "morning" in words and "meeting" in words
+    assert re.search(r"^00:00:0\d,\d{3} --> 00:00:\d\d,\d{3}$", out, re.M)
+    assert "meeting" in normalize_words(journal_finals(data_dir))
+
+
+@needs_espeak
+@pytest.mark.slow
+def test_transcribe_vtt_to_file_from_suffix(wav, tmp_path):
+    out = tmp_path / "captions.vtt"
+    assert main(["transcribe", str(wav), "-o", str(out)]) == 0
+    text = out.read_bytes().decode("utf-8")
+    assert text.startswith("WEBVTT")
+    captions = webvtt.from_string(text)
+    assert "meeting" in normalize_words(" ".join(c.text for c in captions))
+
+
+def test_missing_audio_file_is_a_usage_error(tmp_path, capsys):
+    assert main(["transcribe", str(tmp_path / "nope.wav")]) == 2
+    assert "audio file not found" in capsys.readouterr().err
+
+
+def test_corrupt_audio_file_is_a_runtime_error(tmp_path, capsys):
+    bad = tmp_path / "bad.wav"
+    bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunkjunkjunk")
+    assert main(["transcribe", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "bad.wav" in err
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--backend", "audio8", "--model", ".", "--clock", "100"], "80, 120, 160"),
+        (["--backend", "audio8", "--model", ".", "--clock", "80", "--delay", "500"], "multiple of 80"),
+        (["--backend", "audio8", "--model", "/no/such/checkpoint"], "model not found"),
+        (["--backend", "tflite"], "needs --model"),
+        (["--language", "zh"], "English-only"),
+    ],
+)
+def test_bad_backend_options_are_usage_errors(tmp_path, capsys, argv, needle):
+    wav = tmp_path / "x.wav"
+    sf.write(wav, np.zeros(1600, np.float32), 16000)
+    assert main(["transcribe", str(wav), *argv]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_empty_and_silent_files_give_empty_transcript(tmp_path, capsys):
+    empty = tmp_path / "empty.wav"
+    sf.write(empty, np.zeros(0, np.float32), 16000)
+    silent = tmp_path / "silent.flac"
+    sf.write(silent, np.zeros((44100 * 2, 2), np.float32), 44100)
+    assert main(["transcribe", str(empty)]) == 0
+    assert capsys.readouterr().out.strip() == ""
+    assert main(["transcribe", str(silent), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["segments"] == []
+
+
+@needs_espeak
+@pytest.mark.slow
+def test_unwritable_output_keeps_text_in_journal(wav, tmp_path, capsys, data_dir):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["transcribe", str(wav), "-o", str(blocker / "out.srt")]) == 1
+    err = capsys.readouterr().err
+    assert "Could not save" in err and "journal" in err
+    assert "meeting" in normalize_words(journal_finals(data_dir))
