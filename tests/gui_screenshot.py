@@ -3,7 +3,8 @@
 Run by ``tests/gui_screenshot.sh`` (which starts Xvfb, a compositor and a window to
 cover). Uses the real parts: CaptionerApp (main window, overlay, tray), the
 EngineController on its QThread with the default backend, the file source and the
-live pipeline. Takes one screenshot while captions are live and one after Stop,
+live pipeline. Takes one screenshot while captions are live and one after the file has
+played and Stop was pressed,
 with ``import -window root`` (ImageMagick), and prints a JSON summary.
 
 Usage: python tests/gui_screenshot.py WAV OUT_DIR
@@ -50,7 +51,9 @@ def main() -> int:
     def shot(name: str) -> None:
         path = os.path.join(out_dir, name)
         subprocess.run(["import", "-window", "root", path], check=True)
+        g = gui.overlay.geometry()
         summary["shots"].append({"file": path, "overlay_text": gui.overlay.visible_text(),
+                                 "overlay_rect": [g.x(), g.y(), g.width(), g.height()],
                                  "at_s": round(time.monotonic() - t0, 1)})
 
     state = {"live_shot": False}
@@ -63,7 +66,12 @@ def main() -> int:
         if not state["live_shot"] and ((segments >= 2 and has_partial) or timed_out):
             state["live_shot"] = True
             shot("overlay_live.png")
-            gui.window.stop()
+            return
+        if state["live_shot"] and not state.get("stop_pressed") and (
+            time.monotonic() - t0 > MAX_WAIT_S or any(code == "source_ended" for _, _, code in gui.window.messages.messages())
+        ):
+            state["stop_pressed"] = True
+            gui.window.stop()  # the file has been played: Stop must keep its last words
             return
         if state["live_shot"] and gui.window.engine_state == "idle":
             timer.stop()

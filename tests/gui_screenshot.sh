@@ -13,7 +13,12 @@ OUT="$(realpath -m "${1:-$ROOT/out}")"
 PY="${PYTHON:-/work/venv/bin/python}"
 [ -x "$PY" ] || PY=python3
 WORK="$(mktemp -d)"
-DISPLAY_NUM="${SCREENSHOT_DISPLAY:-:97}"
+DISPLAY_NUM="${SCREENSHOT_DISPLAY:-}"
+if [ -z "$DISPLAY_NUM" ]; then  # first free X display number from :90 on
+  for n in $(seq 90 199); do
+    [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ] || { DISPLAY_NUM=":$n"; break; }
+  done
+fi
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
