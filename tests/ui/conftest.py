@@ -15,3 +15,9 @@ def settings(tmp_path):
     from captioner.ui.settings import Settings
 
     return Settings.from_file(str(tmp_path / "captioner.ini"))
+
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path, monkeypatch):
+    """Journals and autosaves of a test go to its own folder, never the user's data dir."""
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "captioner-data"))

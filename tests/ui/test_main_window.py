@@ -145,3 +145,67 @@ def test_clock_and_delay_pickers(make_window):
     assert starred == [240, 480]  # model card post-trained points at 120 ms
     win.backend_combo.setCurrentIndex(win.backend_combo.findData("default"))
     assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
+
+
+def test_autosave_folder_gets_the_transcript(make_window, qtbot, tmp_path):
+    win, record = make_window()
+    folder = tmp_path / "captions"
+    folder.mkdir()
+    win.autosave_check.setChecked(True)
+    win.autosave_edit.setText(str(folder))
+    _run_and_stop(qtbot, win, record)
+    files = list(folder.glob("captions_*.txt"))
+    assert len(files) == 1
+    assert "alpha bravo charlie delta echo" in files[0].read_text(encoding="utf-8")
+
+
+def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path):
+    import threading
+
+    release = threading.Event()
+    bf, sf, pf, record = fake_factories({"talk.wav": speech(WORDS)})
+
+    def slow_backend(config):
+        assert threading.current_thread() is not threading.main_thread()
+        release.wait(10)
+        return bf(config)
+
+    wav = tmp_path / "talk.wav"
+    wav.write_bytes(b"fake")
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(wav))
+    controller = EngineController(EngineWorker(slow_backend, sf, pf))
+    overlay = CaptionOverlay(settings)
+    qtbot.addWidget(overlay)
+    win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp_path / "j"))
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        win.start_button.click()
+        # the GUI thread keeps running while the model "loads": progress shows, Cancel is offered
+        qtbot.waitUntil(lambda: win.progress.isVisible() and win.status_label.text().startswith("Loading"), timeout=5000)
+        assert win.start_button.text() == "Cancel"
+        release.set()
+        qtbot.waitUntil(lambda: win.start_button.text() == "Stop" and not win.progress.isVisible(), timeout=5000)
+    finally:
+        release.set()
+        assert controller.shutdown(10000)
+
+
+def test_tray_reflects_engine_state(qtbot, settings):
+    from captioner.ui.tray import TrayIcon
+
+    overlay = CaptionOverlay(settings)
+    qtbot.addWidget(overlay)
+    bf, sf, pf, _ = fake_factories({})
+    win = MainWindow(settings, overlay, EngineController(EngineWorker(bf, sf, pf)))
+    qtbot.addWidget(win)
+    tray = TrayIcon(win, win.quit_action)
+    try:
+        tray.set_state("running")
+        assert tray.start_action.text() == "Stop captions"
+        tray.set_state("idle")
+        assert tray.start_action.text() == "Start captions"
+        assert win.overlay_action in tray.menu.actions()
+    finally:
+        assert win.controller.shutdown(10000)

@@ -180,3 +180,23 @@ def test_clamp_rect_shrinks_oversized():
 def test_wayland_note():
     assert "QT_QPA_PLATFORM=xcb" in always_on_top_note("wayland")
     assert always_on_top_note("xcb") == ""
+
+
+def test_drag_moves_and_border_resizes(overlay, qtbot):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtTest import QTest
+
+    overlay.set_click_through(False)
+    start = overlay.geometry()
+    centre = QPoint(overlay.width() // 2, overlay.height() // 2)
+    QTest.mousePress(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre)
+    QTest.mouseMove(overlay, centre + QPoint(30, -20))
+    QTest.mouseRelease(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, centre + QPoint(30, -20))
+    moved = overlay.geometry()
+    assert (moved.x() - start.x(), moved.y() - start.y()) == (30, -20)
+    assert moved.size() == start.size()
+    edge = QPoint(overlay.width() - 3, overlay.height() // 2)
+    QTest.mousePress(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, edge)
+    QTest.mouseMove(overlay, edge + QPoint(-50, 0))
+    QTest.mouseRelease(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, edge + QPoint(-50, 0))
+    assert overlay.width() == moved.width() - 50 and overlay.x() == moved.x()
