@@ -165,7 +165,7 @@ def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
                     "backend_missing")
         return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
                 "default model.", "model_error")
-    if during == "sources":
+    if during == "sources" or type(exc).__name__ == "SourceError":
         return (f"The audio source could not be opened: {detail}. Check that the device is connected and "
                 "choose it again in the Source box.", "device_error")
     if during == "stop":
@@ -240,11 +240,21 @@ class EngineWorker(QObject):
 
         Never raises: failures become :attr:`error` and the state returns to idle.
         """
+        try:
+            self._start(config)
+        except Exception as exc:  # noqa: BLE001 - a bug must not leave the GUI waiting forever
+            traceback.print_exc()
+            self._pipeline = None
+            self._fail(exc, "start")
+
+    def _start(self, config: EngineConfig) -> None:
         if self.state in (RUNNING, STOPPING):
             self.stop(True)
         self._cancel.clear()
         if not config.sources:
             self.error.emit("No audio source is selected. Choose a microphone, system audio or a file.", "no_source")
+            self._set_state(IDLE)
+            self.stopped.emit()
             return
         if not self._ensure_backend(config):
             return

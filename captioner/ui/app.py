@@ -100,6 +100,7 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("captioner")
     app.setWindowIcon(app_icon())
+    quit_on_last = app.quitOnLastWindowClosed()
     app.setQuitOnLastWindowClosed(False)  # the overlay is a tool window; quit when the main window closes
     gui = CaptionerApp(settings)
     gui.window.closed.connect(app.quit)
@@ -110,6 +111,10 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         gui.show()
         if autostart:
             gui.window.start()
-        return int(app.exec())
+        code = int(app.exec())
+        gui.shutdown()  # no-op when aboutToQuit already ran it
+        return code
     finally:
         sys.excepthook = previous_hook
+        app.aboutToQuit.disconnect(gui.shutdown)
+        app.setQuitOnLastWindowClosed(quit_on_last)

@@ -162,7 +162,7 @@ class CaptionOverlay(QWidget):
 
         self.model = CaptionModel(history=2, show_labels=True)
         self._visual: list[VisualLine] = []
-        self._layouts: list[tuple[QTextLayout, list[int], CaptionLine]] = []
+        self._shown: list[tuple[QTextLayout, int, CaptionLine]] = []
         self._layout_rev = -1
         self._layout_width = -1
         self._drag: tuple[QPoint, QRect, Qt.Edge | None] | None = None
@@ -192,8 +192,7 @@ class CaptionOverlay(QWidget):
 
     def apply_settings(self) -> None:
         """Re-read look and behaviour from :attr:`settings` (after the settings dialog)."""
-        s = self.settings or Settings.__new__(Settings)
-        get = (lambda k: s.get(k)) if self.settings else (lambda k: k.default)
+        get = self.settings.get if self.settings is not None else (lambda key: key.default)
         self.max_lines = int(get(Keys.OVERLAY_LINES))
         self.model.set_history(self.max_lines)
         self.model.show_labels = bool(get(Keys.OVERLAY_SOURCE_LABELS))
@@ -253,7 +252,6 @@ class CaptionOverlay(QWidget):
         label_fmt = QTextCharFormat()
         label_fmt.setFontWeight(QFont.Weight.Bold)
         collected: list[tuple[QTextLayout, int, CaptionLine]] = []
-        layouts = []
         trims: list[tuple[CaptionLine, int]] = []
         for line in self.model.lines:
             text = line.text
@@ -282,7 +280,6 @@ class CaptionOverlay(QWidget):
                 tl.setLineWidth(width)
                 starts.append(tl.textStart())
             layout.endLayout()
-            layouts.append((layout, starts, line))
             for i in range(layout.lineCount()):
                 collected.append((layout, i, line))
             # a turn far longer than the view: drop its scrolled-out head at a visual line start
@@ -305,7 +302,6 @@ class CaptionOverlay(QWidget):
                     serial=line.serial,
                 )
             )
-        self._layouts = layouts
         self._shown = shown
         self._visual = visual
         self._layout_rev = self.model.revision

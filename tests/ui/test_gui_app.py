@@ -46,3 +46,23 @@ def test_settings_dialog_applies_to_overlay_and_shortcuts(gui, qtbot):
     assert gui.overlay.caption_font.pointSize() == 40
     assert gui.overlay.click_through
     assert gui.window.start_action.shortcut().toString() == "Ctrl+Alt+C"
+
+
+def test_run_gui_opens_the_window_and_returns_zero(qtbot, settings):
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from captioner.ui.app import run_gui
+    from captioner.ui.main_window import MainWindow
+
+    seen = []
+
+    def close_main_window():
+        windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+        seen.extend(windows)
+        for w in windows:
+            w.close()
+
+    QTimer.singleShot(0, close_main_window)
+    assert run_gui([], settings=settings) == 0
+    assert len(seen) == 1 and seen[0].windowTitle() == "captioner"
