@@ -14,8 +14,7 @@ pytestmark = pytest.mark.gui
 def _controller(qtbot, audio, **kw):
     bf, sf, pf, record = fake_factories(audio, **kw)
     ctl = EngineController(EngineWorker(bf, sf, pf))
-    yield_ctl = ctl
-    return yield_ctl, record
+    return ctl, record
 
 
 @pytest.fixture
@@ -87,3 +86,26 @@ def test_no_source_is_a_usage_message(qtbot, cleanup):
     with qtbot.waitSignal(ctl.worker.error, timeout=5000) as blocker:
         ctl.start(EngineConfig(sources=()))
     assert blocker.args[1] == "no_source"
+
+
+def test_stop_while_loading_cancels_the_start(qtbot, cleanup):
+    import threading
+
+    release = threading.Event()
+    bf, sf, pf, record = fake_factories({"You": speech(["india"])})
+
+    def slow(config):
+        release.wait(10)
+        return bf(config)
+
+    ctl = EngineController(EngineWorker(slow, sf, pf))
+    cleanup.append(ctl)
+    states = []
+    ctl.worker.state_changed.connect(states.append)
+    ctl.start(EngineConfig(sources=(SourceSpec("file", "You"),)))
+    qtbot.waitUntil(lambda: states == ["loading"], timeout=5000)
+    with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+        ctl.stop()
+        release.set()
+    qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
+    assert record["pipelines"] == [] and len(record["backends"]) == 1  # loaded, kept for the next start
