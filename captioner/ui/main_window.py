@@ -265,7 +265,7 @@ class MainWindow(QMainWindow):
         self.resize(820, 680)
 
     def _wire(self) -> None:
-        w = self.controller.worker
+        w = self.controller  # its signals arrive in the GUI thread, in order
         w.event.connect(self._on_event)
         w.state_changed.connect(self._on_state)
         w.progress.connect(self._on_progress)

@@ -55,7 +55,7 @@ class TrayIcon(QObject):
         self.menu = menu
         self.icon.setContextMenu(menu)
         self.icon.activated.connect(self._activated)
-        window.controller.worker.state_changed.connect(self.set_state)
+        window.controller.state_changed.connect(self.set_state)
         if self.available:
             self.icon.show()
 

@@ -30,16 +30,16 @@ def test_stop_flushes_the_last_words(qtbot, cleanup):
     ctl, record = _controller(qtbot, {"Meeting": speech(words, gap_chunks=0)})
     cleanup.append(ctl)
     events = []
-    ctl.worker.event.connect(events.append)
+    ctl.event.connect(events.append)
     config = EngineConfig(sources=(SourceSpec("file", "Meeting"),))
-    with qtbot.waitSignal(ctl.worker.started, timeout=5000):
+    with qtbot.waitSignal(ctl.started, timeout=5000):
         ctl.start(config)
     qtbot.waitUntil(lambda: record["pipelines"] and record["pipelines"][0].fed_all.is_set(), timeout=5000)
     # the model holds the last DELAY words back until the flush
     qtbot.waitUntil(lambda: any(isinstance(e, TextDelta) and e.final for e in events), timeout=5000)
     text_before = "".join(e.text for e in events if isinstance(e, TextDelta) and e.final)
     assert "delta" not in text_before
-    with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+    with qtbot.waitSignal(ctl.stopped, timeout=5000):
         ctl.stop()
     finals = "".join(e.text for e in events if isinstance(e, TextDelta) and e.final)
     assert finals.split() == words
@@ -53,9 +53,9 @@ def test_backend_is_reused_and_switched(qtbot, cleanup):
     cleanup.append(ctl)
     cfg = EngineConfig(sources=(SourceSpec("microphone", "You"),))
     for config in (cfg, cfg, EngineConfig(backend="tflite", model="/x.tflite", sources=cfg.sources)):
-        with qtbot.waitSignal(ctl.worker.started, timeout=5000):
+        with qtbot.waitSignal(ctl.started, timeout=5000):
             ctl.start(config)
-        with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+        with qtbot.waitSignal(ctl.stopped, timeout=5000):
             ctl.stop()
     assert len(record["backends"]) == 2  # same config reused its model, a new one loaded another
     assert record["backends"][0].closed and not record["backends"][1].closed
@@ -64,7 +64,7 @@ def test_backend_is_reused_and_switched(qtbot, cleanup):
 def test_load_error_is_reported_and_worker_stays_usable(qtbot, cleanup):
     ctl, _ = _controller(qtbot, {"You": speech(["golf"])}, load_error=FileNotFoundError("/nope/model"))
     cleanup.append(ctl)
-    with qtbot.waitSignal(ctl.worker.error, timeout=5000) as blocker:
+    with qtbot.waitSignal(ctl.error, timeout=5000) as blocker:
         ctl.start(EngineConfig(backend="audio8", model="/nope/model", sources=(SourceSpec("file", "You"),)))
     message, code = blocker.args
     assert code == "model_missing"
@@ -75,7 +75,7 @@ def test_load_error_is_reported_and_worker_stays_usable(qtbot, cleanup):
 def test_runtime_error_ends_the_run_with_a_message(qtbot, cleanup):
     ctl, _ = _controller(qtbot, {"You": speech(WORDS)}, fail_at=5)
     cleanup.append(ctl)
-    with qtbot.waitSignals([ctl.worker.error, ctl.worker.stopped], timeout=5000, order="strict"):
+    with qtbot.waitSignals([ctl.error, ctl.stopped], timeout=5000, order="strict"):
         ctl.start(EngineConfig(sources=(SourceSpec("file", "You"),)))
     assert ctl.state == "idle"
 
@@ -83,7 +83,7 @@ def test_runtime_error_ends_the_run_with_a_message(qtbot, cleanup):
 def test_no_source_is_a_usage_message(qtbot, cleanup):
     ctl, _ = _controller(qtbot, {})
     cleanup.append(ctl)
-    with qtbot.waitSignal(ctl.worker.error, timeout=5000) as blocker:
+    with qtbot.waitSignal(ctl.error, timeout=5000) as blocker:
         ctl.start(EngineConfig(sources=()))
     assert blocker.args[1] == "no_source"
 
@@ -101,10 +101,10 @@ def test_stop_while_loading_cancels_the_start(qtbot, cleanup):
     ctl = EngineController(EngineWorker(slow, sf, pf))
     cleanup.append(ctl)
     states = []
-    ctl.worker.state_changed.connect(states.append)
+    ctl.state_changed.connect(states.append)
     ctl.start(EngineConfig(sources=(SourceSpec("file", "You"),)))
     qtbot.waitUntil(lambda: states == ["loading"], timeout=5000)
-    with qtbot.waitSignal(ctl.worker.stopped, timeout=5000):
+    with qtbot.waitSignal(ctl.stopped, timeout=5000):
         ctl.stop()
         release.set()
     qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
