@@ -237,3 +237,20 @@ def test_detokenizer_never_splits_a_character(backend):
     assert d.push(tok, ids[3], 3) == ("x", 3)
     assert d.push(tok, ids[0], 4) is None
     assert d.flush(tok) == ("\ufffd", 4)  # end of stream releases what is held
+
+
+def test_empty_stream_and_finish_only_rows(backend):
+    from captioner.asr.base import BackendError, StepRow
+
+    s = StreamingSession(backend)
+    assert s.feed(np.zeros(0, np.float32)) == [] and s.end() == []  # nothing fed: nothing decoded
+    res = backend.step([StepRow(None, None, 0.0, 0.0, True)])
+    assert res[0].state is None and res[0].events == []
+    # a session that ends between chunks: the final row decodes every remaining step
+    s = StreamingSession(backend)
+    ev = s.feed(make_audio(0.3, seed=2)) + s.end()
+    assert len([e for e in ev if isinstance(e, VadProbabilities)]) == math.ceil(0.3 * 16000 / 1280) + 10
+    with pytest.raises(BackendError, match="3 rows for a batch of 2"):
+        backend.step([StepRow(np.zeros(1280, np.float32), None, 0.0, 0.08)] * 3)
+    with pytest.raises(BackendError, match="chunks of 1280 samples"):
+        backend.step([StepRow(np.zeros(1000, np.float32), None, 0.0, 0.08)])
