@@ -241,3 +241,18 @@ def test_slow_device_warns(monkeypatch, tiny_dir):
         warnings.simplefilter("error")
         monkeypatch.setattr(backend_mod.Audio8Backend, "measure_step_ms", lambda self, steps=8: 3.0)
         assert load_audio8_backend(tiny_dir).speed_notice is None
+
+
+def test_device_and_dtype_choice(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    dev = backend_mod.pick_device(None)
+    assert dev.type == "cpu" and backend_mod.pick_dtype(dev) == torch.float32  # reference: fp32 on CPU
+    assert backend_mod.pick_dtype(dev, "bf16") == torch.bfloat16
+    assert backend_mod.pick_dtype(torch.device("mps")) == torch.float16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert backend_mod.pick_dtype(torch.device("cuda")) == torch.bfloat16
+    with pytest.raises(BackendError, match="CUDA is not available"):
+        backend_mod.pick_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert backend_mod.pick_device(None).type == "cuda"
