@@ -312,7 +312,8 @@ class StreamingDecoder:
         windows = []
         for s in states:
             start, end, n = window_bounds(p, s.windows_done)
-            assert n == n_tok
+            if n != n_tok:
+                raise RuntimeError("prompt and steady windows cannot share one call")
             a, b = start - s.audio_base, end - s.audio_base
             if a < 0 or b > len(s.audio):
                 raise RuntimeError(f"audio window [{start}, {end}) is not buffered (have {s.audio_base}+{len(s.audio)})")

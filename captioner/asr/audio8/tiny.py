@@ -145,7 +145,6 @@ def full_config_dict(vocab_size: int = 151936) -> dict[str, Any]:
     """``config.json`` of the full-size architecture (model card "Checkpoint specification")."""
     cfg = tiny_config_dict(vocab_size, 1280, 32, 32, 750, 1500, 2048, 36, 16, 2)
     cfg["audio_config"]["intermediate_size"] = 5120
-    cfg["audio_config"]["rope_parameters"] = {"rope_type": "default", "rope_theta": 1000000.0}
     cfg["text_config"]["intermediate_size"] = 11008
     return cfg
 
