@@ -55,6 +55,12 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clock", type=int, default=80, help="audio clock in ms: 80, 120 or 160 (Audio8)")
     p.add_argument("--delay", type=int, default=480, help="transcription delay in ms, a multiple of the clock (Audio8)")
     p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
+    p.add_argument("--device", default=None, help="Audio8: cuda, cuda:N, mps or cpu (default: automatic)")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None, help="Audio8: weight dtype")
+    p.add_argument("--vad-horizon", type=float, default=1.0, choices=(0.5, 1.0, 2.0, 3.0),
+                   help="Audio8: semantic-VAD horizon in s that decides turn ends (default 1.0)")
+    p.add_argument("--vad-threshold", type=float, default=0.5,
+                   help="Audio8: end-of-turn probability that ends a turn (0-1, default 0.5)")
 
 
 def _error(msg: str) -> None:
@@ -74,6 +80,8 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
                 ChunkGeometry.from_clock(args.clock, args.delay)
         except GeometryError as exc:
             return str(exc)
+    if not 0.0 < args.vad_threshold < 1.0:
+        return f"--vad-threshold must be between 0 and 1, got {args.vad_threshold}"
     if args.backend == "default" and args.language != "en":
         return "the default model is English-only; use --backend audio8 for Chinese"
     return None
@@ -81,12 +89,17 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
 
 def open_backend(args: argparse.Namespace):
     """Load the backend chosen by the arguments (raises BackendError/GeometryError)."""
+    options = {}
+    if args.backend == "audio8":
+        options = dict(device=args.device, dtype=args.dtype, vad_horizon_s=args.vad_horizon,
+                       vad_threshold=args.vad_threshold)
     return load_backend(
         args.backend,
         args.model,
         clock_ms=args.clock,
         delay_ms=args.delay,
         language=args.language,
+        **options,
     )
 
 
@@ -141,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     except BackendError as exc:
         _error(str(exc))
         return 1
+    _notice(getattr(backend, "speed_notice", None))
     try:
         audio = load_audio(args.audio, backend.sample_rate)
     except AudioFileError as exc:
