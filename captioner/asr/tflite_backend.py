@@ -70,6 +70,8 @@ class TFLiteProgram:
         self._locate()
         self.initial_states = self._initial_states()
         self._rows_per_state = [int(s.shape[0]) // self.batch_size for s in self.initial_states]
+        self._join_buffers = [s.copy() for s in self.initial_states]
+        self._fed_back = {slot for slot, _ in self._feedback}
 
     def _locate(self) -> None:
         interp = self.interpreter
@@ -92,21 +94,45 @@ class TFLiteProgram:
             states[pos - 2][:, 1:] = DEAD_BEAM_SCORE
         return states
 
-    def row_state(self, states: Sequence[np.ndarray], row: int) -> RowState:
-        """Row ``row``'s slice (a copy) of every batch state."""
-        return tuple(s[row * k : (row + 1) * k].copy() for s, k in zip(states, self._rows_per_state))
+    def row_state(self, states: Sequence[np.ndarray], row: int, fresh: bool = False) -> RowState:
+        """Row ``row``'s slice of every batch state.
+
+        Args:
+            states: batch states.
+            row: slot index.
+            fresh: True when ``states`` came from :meth:`run` (new arrays nobody else writes):
+                their paired slots are returned as views instead of copies.
+        """
+        if fresh and self.batch_size == 1:
+            # B = 1: paired slots are new arrays; unpaired ones are the row's own (never written)
+            return tuple(states)
+        out = []
+        for slot, (s, k) in enumerate(zip(states, self._rows_per_state)):
+            part = s[row * k : (row + 1) * k]
+            out.append(part if fresh and slot in self._fed_back else part.copy())
+        return tuple(out)
 
     def join(self, rows: Sequence[RowState | None]) -> list[np.ndarray]:
-        """Stack ``B`` row states (``None`` = initial state) into batch states."""
-        out = [s.copy() for s in self.initial_states]
-        for r, state in enumerate(rows):
-            if state is None:
-                continue
-            if len(state) != len(out):
-                raise BackendError(f"a session state has {len(state)} parts, this model carries {len(out)}")
-            for batch, part, k in zip(out, state, self._rows_per_state):
-                batch[r * k : (r + 1) * k] = part
+        """Stack ``B`` row states (``None`` = initial state) into batch states.
+
+        For ``B = 1`` a row's own arrays are passed through (``set_tensor`` copies them); otherwise
+        reused buffers are filled, so the result is only valid until the next call.
+        """
+        if len(rows) == 1 and self.batch_size == 1 and rows[0] is not None:
+            self._check(rows[0])
+            return list(rows[0])
+        out = self._join_buffers
+        for r in range(self.batch_size):
+            state = rows[r] if r < len(rows) else None
+            if state is not None:
+                self._check(state)
+            for slot, (batch, k) in enumerate(zip(out, self._rows_per_state)):
+                batch[r * k : (r + 1) * k] = (self.initial_states[slot] if state is None else state[slot])[0:k]
         return out
+
+    def _check(self, state: RowState) -> None:
+        if len(state) != len(self.initial_states):
+            raise BackendError(f"a session state has {len(state)} parts, this model carries {len(self.initial_states)}")
 
     def run(self, signals: np.ndarray, lengths: np.ndarray, states: Sequence[np.ndarray]) -> tuple[list[str], list[np.ndarray]]:
         """One interpreter call.
@@ -179,12 +205,13 @@ class TFLiteBackend(Backend):
         self.batch_size = self.info.batch_size
         self.program = TFLiteProgram(self.info, runtime, num_threads)
         size = self.geometry.chunk_size
-        self._silence = np.zeros(size, dtype=np.float32)
+        self._signals = np.zeros((self.batch_size, size), dtype=np.float32)
         self._lengths = np.full(self.batch_size, size, dtype=np.int32)
 
     def initial_state(self) -> RowState:
         """A fresh session's state for one row (copies)."""
         return self.program.row_state(self.program.initial_states, 0)
+
 
     def step(self, rows: Sequence[StepRow]) -> list[StepResult]:
         """Decode up to ``B`` chunks in one interpreter call.
@@ -211,7 +238,7 @@ class TFLiteBackend(Backend):
             if r.audio is None:
                 results[i] = StepResult(state=r.state, events=[])
         if live:
-            signals = np.zeros((self.batch_size, size), dtype=np.float32)
+            signals = self._signals
             row_states: list[RowState | None] = [None] * self.batch_size
             for slot, i in enumerate(live):
                 audio = np.asarray(rows[i].audio, dtype=np.float32).reshape(-1)
@@ -219,6 +246,7 @@ class TFLiteBackend(Backend):
                     raise BackendError(f"a chunk must have {size} samples, got {audio.shape[0]}")
                 signals[slot] = audio
                 row_states[slot] = rows[i].state
+            signals[len(live) :] = 0.0  # empty slots decode silence from the initial state
             try:
                 texts, next_states = self.program.run(signals, self._lengths, self.program.join(row_states))
             except BackendError:
@@ -228,7 +256,7 @@ class TFLiteBackend(Backend):
             for slot, i in enumerate(live):
                 r = rows[i]
                 events = [TextDelta(texts[slot], r.start, r.end, final=True)] if texts[slot] else []
-                results[i] = StepResult(state=self.program.row_state(next_states, slot), events=events)
+                results[i] = StepResult(state=self.program.row_state(next_states, slot, fresh=True), events=events)
         return results  # type: ignore[return-value]
 
     def close(self) -> None:
