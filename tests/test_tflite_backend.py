@@ -169,6 +169,30 @@ def test_loader_refuses_before_creating_an_interpreter(name, monkeypatch):
         tb.load_tflite_backend(fixture(name))
 
 
+@pytest.mark.parametrize("fraction", [0.999, 0.9, 0.3, 0.01])
+def test_any_truncation_is_refused(tmp_path, fraction):
+    data = open(fixture("transducer_conformer_b1"), "rb").read()
+    cut = tmp_path / "cut.tflite"
+    cut.write_bytes(data[: max(8, int(len(data) * fraction))])
+    with pytest.raises(TFLiteModelError, match="truncated or damaged"):
+        read_tflite_info(cut)
+
+
+@needs_flex
+def test_metadata_is_read_without_litert_and_without_importing_tensorflow(monkeypatch):
+    """With only the flex extra, the schema file inside TensorFlow is loaded by path."""
+    import captioner.asr.tflite_meta as meta
+
+    monkeypatch.setitem(sys.modules, "ai_edge_litert.schema_py_generated", None)
+    schema = meta.load_schema()
+    assert schema.__name__ == "_captioner_tflite_schema" and "tensorflow" in schema.__file__
+    assert read_tflite_info(fixture("rnnt_lstm_b1")).geometry.chunk_step == 480
+
+    monkeypatch.setattr(meta.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(TFLiteRuntimeMissing, match=r"captioner\[tflite\]"):
+        meta.load_schema()
+
+
 def test_not_a_tflite_file_and_missing_file(tmp_path):
     wav = tmp_path / "speech.wav"
     wav.write_bytes(b"RIFF\x24\x00\x00\x00WAVEfmt ")

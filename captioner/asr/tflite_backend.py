@@ -83,6 +83,11 @@ class TFLiteProgram:
         self._signal, self._length = self.inputs[0], self.inputs[1]
         self._state_inputs = self.inputs[2:]
         self._text = self.outputs[0]
+        # plain ints/dtypes for the per-call path
+        self._signal_index, self._length_index = self._signal.index, self._length.index
+        self._length_dtype = np.dtype(self._length.dtype)
+        self._state_indices = [t.index for t in self._state_inputs]
+        self._text_index = self._text.index
 
     def _initial_states(self) -> list[np.ndarray]:
         states = []
@@ -154,16 +159,19 @@ class TFLiteProgram:
             interp.allocate_tensors()
             self._locate()  # allocation may rebuild the tensor descriptors
             self._width = width
-        interp.set_tensor(self._signal.index, signals)
-        interp.set_tensor(self._length.index, lengths.astype(self._length.dtype, copy=False))
-        for t, value in zip(self._state_inputs, states):
-            interp.set_tensor(t.index, value)
+        set_tensor, get_tensor = interp.set_tensor, interp.get_tensor
+        set_tensor(self._signal_index, signals)
+        if lengths.dtype != self._length_dtype:
+            lengths = lengths.astype(self._length_dtype)
+        set_tensor(self._length_index, lengths)
+        for index, value in zip(self._state_indices, states):
+            set_tensor(index, value)
         interp.invoke()
-        raw = interp.get_tensor(self._text.index)
-        texts = [_text(x) for x in np.asarray(raw).reshape(-1)[: self.batch_size]]
+        raw = get_tensor(self._text_index).reshape(-1)
+        texts = [_text(raw[r]) for r in range(self.batch_size)]
         next_states = list(states)
         for slot, index in self._feedback:
-            next_states[slot] = interp.get_tensor(index)
+            next_states[slot] = get_tensor(index)
         return texts, next_states
 
     def close(self) -> None:
@@ -232,31 +240,36 @@ class TFLiteBackend(Backend):
         if len(rows) > self.batch_size:
             raise BackendError(f"{len(rows)} rows for a model with B={self.batch_size}")
         size = self.geometry.chunk_size
-        live = [i for i, r in enumerate(rows) if r.audio is not None]
+        signals = self._signals
         results: list[StepResult | None] = [None] * len(rows)
+        live: list[int] = []
+        row_states: list[RowState | None] = [None] * self.batch_size
         for i, r in enumerate(rows):
             if r.audio is None:
                 results[i] = StepResult(state=r.state, events=[])
-        if live:
-            signals = self._signals
-            row_states: list[RowState | None] = [None] * self.batch_size
-            for slot, i in enumerate(live):
-                audio = np.asarray(rows[i].audio, dtype=np.float32).reshape(-1)
-                if audio.shape[0] != size:
-                    raise BackendError(f"a chunk must have {size} samples, got {audio.shape[0]}")
-                signals[slot] = audio
-                row_states[slot] = rows[i].state
+                continue
+            audio = r.audio if isinstance(r.audio, np.ndarray) else np.asarray(r.audio, dtype=np.float32)
+            if audio.shape != (size,):
+                raise BackendError(f"a chunk must have {size} samples, got shape {audio.shape}")
+            slot = len(live)
+            signals[slot] = audio
+            row_states[slot] = r.state
+            live.append(i)
+        if not live:
+            return results  # type: ignore[return-value]
+        if len(live) < self.batch_size:
             signals[len(live) :] = 0.0  # empty slots decode silence from the initial state
-            try:
-                texts, next_states = self.program.run(signals, self._lengths, self.program.join(row_states))
-            except BackendError:
-                raise
-            except Exception as exc:  # interpreter failure: raised in every waiting session
-                raise BackendError(f"the TFLite model failed on a chunk: {exc}") from exc
-            for slot, i in enumerate(live):
-                r = rows[i]
-                events = [TextDelta(texts[slot], r.start, r.end, final=True)] if texts[slot] else []
-                results[i] = StepResult(state=self.program.row_state(next_states, slot, fresh=True), events=events)
+        try:
+            texts, next_states = self.program.run(signals, self._lengths, self.program.join(row_states))
+        except BackendError:
+            raise
+        except Exception as exc:  # interpreter failure: raised in every waiting session
+            raise BackendError(f"the TFLite model failed on a chunk: {exc}") from exc
+        row_state = self.program.row_state
+        for slot, i in enumerate(live):
+            r, text = rows[i], texts[slot]
+            events = [TextDelta(text, r.start, r.end, True)] if text else []
+            results[i] = StepResult(row_state(next_states, slot, fresh=True), events)
         return results  # type: ignore[return-value]
 
     def close(self) -> None:

@@ -331,18 +331,21 @@ def _details(subgraph: Any, indices: Sequence[int]) -> list[dict]:
     return out
 
 
-def _check_buffers(model: Any, size: int, path: str) -> None:
-    """Every buffer's bytes must lie inside the file (catches truncated copies)."""
+def _check_buffers(model: Any, size: int) -> None:
+    """Every buffer's bytes must lie inside the file (catches truncated copies).
+
+    ``DataAsNumpy`` is a view that silently stops at the end of the file, so its length is
+    compared with the declared one.
+    """
     for i in range(model.BuffersLength()):
         buf = model.Buffers(i)
         n = buf.DataLength()
-        if n:
-            start = buf._tab.Vector(buf._tab.Offset(4))  # data vector payload position
-            if start + n > size:
-                raise IndexError(f"buffer {i} ends at byte {start + n} of {size}")
-        offset, length = (buf.Offset(), buf.Size()) if hasattr(buf, "Offset") else (0, 0)
+        if n and np.asarray(buf.DataAsNumpy()).size != n:
+            raise IndexError(f"buffer {i} declares {n} bytes that run past the end of the file ({size} bytes)")
+        offset = buf.Offset() if hasattr(buf, "Offset") else 0
+        length = buf.Size() if hasattr(buf, "Size") else 0
         if offset > 1 and offset + length > size:
-            raise IndexError(f"external buffer {i} ends at byte {offset + length} of {size}")
+            raise IndexError(f"external buffer {i} ends at byte {offset + length}, past the end of the file ({size} bytes)")
 
 
 def read_tflite_info(path: str | os.PathLike) -> TFLiteModelInfo:
@@ -364,7 +367,7 @@ def read_tflite_info(path: str | os.PathLike) -> TFLiteModelInfo:
     schema = load_schema()
     try:
         model = schema.Model.GetRootAsModel(bytearray(data), 0)
-        _check_buffers(model, len(data), path)
+        _check_buffers(model, len(data))
         raw_meta = None
         for i in range(model.MetadataLength()):
             entry = model.Metadata(i)
