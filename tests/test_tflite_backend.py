@@ -381,7 +381,9 @@ def test_block_size_does_not_change_the_text(backends, name):
     "name",
     [
         pytest.param("transducer_conformer_b1", marks=needs_flex),
+        pytest.param("ctc_conformer_b1", marks=needs_flex),
         pytest.param("transducer_conformer_beam2_b1", marks=needs_flex),
+        pytest.param("transducer_conformer_nchunks2_b1", marks=needs_flex),
         pytest.param("rnnt_lstm_b1", marks=needs_flex),
         pytest.param("builtin_energy_b2", marks=needs_litert),
     ],
