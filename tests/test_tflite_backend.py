@@ -441,8 +441,9 @@ def test_end_does_not_redecode_the_overlap(backends):
         return real_step(rows)
 
     backend.step = counting  # instance attribute: only this test's calls are counted
+    engine = BatchEngine(backend)
     try:
-        session = StreamingSession(BatchEngine(backend))
+        session = StreamingSession(engine)
         fed = session.feed(audio)
         assert len(steps) == 6
         assert session.pending_samples == 0 and len(session.buffer) == g.overlap
@@ -457,6 +458,7 @@ def test_end_does_not_redecode_the_overlap(backends):
         session.end()
         assert [s[0] for s in steps] == [True] * 7
     finally:
+        engine.close()
         del backend.step
 
 
