@@ -40,6 +40,7 @@ class _Src:
     is_running = True
     error = None
     last_callback = 10.0
+    callback_count = 5
 
 
 def test_watchdog_timing_and_message():
@@ -50,6 +51,15 @@ def test_watchdog_timing_and_message():
     assert msg is not None
     assert "USB mic" in msg and "stopped delivering audio 1.2 s ago" in msg
     assert "Text so far is kept" in msg and "default device" in msg
+
+
+def test_watchdog_gives_a_starting_device_longer():
+    wd = Watchdog(1.0, startup_s=5.0)
+    src = _Src()
+    src.callback_count = 0  # started at t=10, nothing delivered yet (an idle monitor takes ~2 s)
+    assert wd.check(src, 12.5) is None
+    msg = wd.check(src, 15.1)
+    assert "delivered no audio within 5.1 s of starting" in msg
 
 
 def test_watchdog_reports_portaudio_error_at_once_and_ignores_files():

@@ -146,6 +146,20 @@ def _sounddevice(sd: Any = None) -> Any:
     return sounddevice
 
 
+def rescan(sd: Any = None) -> None:
+    """Make PortAudio enumerate devices again (it only does so when it initialises).
+
+    Needed after a device was plugged in or the sound server (re)started: the ALSA
+    ``pulse`` device only appears while a server answers. Call it only while no
+    stream is open (the UI's Start button, ``captioner devices``).
+    """
+    sd = _sounddevice(sd)
+    terminate, initialize = getattr(sd, "_terminate", None), getattr(sd, "_initialize", None)
+    if terminate is not None and initialize is not None:
+        terminate()
+        initialize()
+
+
 # -- the sound server (Linux) ----------------------------------------------------------------------
 def pulse_inventory(use_pulsectl: bool = True) -> PulseInventory:
     """List PulseAudio/PipeWire sources from the server itself.
@@ -564,6 +578,7 @@ __all__ = [
     "pulse_device_index",
     "pulse_inventory",
     "pulse_source_env",
+    "rescan",
     "resolve_microphone",
     "resolve_system",
     "system_audio_help",

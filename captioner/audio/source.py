@@ -182,6 +182,11 @@ class AudioSource(abc.ABC):
         """True between :meth:`start` and :meth:`stop`."""
         return self._running
 
+    @property
+    def callback_count(self) -> int:
+        """Capture callbacks since :meth:`start` (0 until the device delivers)."""
+        return self._callbacks
+
     def start(self) -> None:
         """Open the device and start capturing; stream time restarts at 0.
 

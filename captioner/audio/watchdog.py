@@ -13,19 +13,27 @@ from captioner.audio.source import AudioSource
 
 #: Seconds without a callback before a device counts as lost (issue #3: "~1 s").
 DEFAULT_TIMEOUT_S = 1.0
+#: Seconds a device may take to deliver its *first* callback. Measured with PulseAudio
+#: 16 through the ALSA ``pulse`` device: 0.6-1.0 s for a source, up to 2.1 s for an idle
+#: sink's monitor; 5 s leaves room for a slow Bluetooth headset.
+DEFAULT_STARTUP_S = 5.0
 
 
 class Watchdog:
     """Decides whether a running source has lost its device.
 
     Args:
-        timeout_s: silence of the callback (s) that counts as a lost device.
+        timeout_s: silence of the callback (s) that counts as a lost device once
+            it has delivered audio.
+        startup_s: how long (s) a freshly started device may take to deliver its
+            first callback.
     """
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, startup_s: float = DEFAULT_STARTUP_S) -> None:
+        if timeout_s <= 0 or startup_s <= 0:
+            raise ValueError(f"timeout_s and startup_s must be > 0, got {timeout_s}, {startup_s}")
         self.timeout_s = float(timeout_s)
+        self.startup_s = max(float(startup_s), self.timeout_s)
 
     def check(self, source: AudioSource, now: float) -> str | None:
         """Return a user message when ``source`` lost its device at ``now``, else ``None``.
@@ -44,6 +52,13 @@ class Watchdog:
         if source.kind == "file" or not source.is_running:
             return None
         quiet = now - source.last_callback
+        if source.callback_count == 0:
+            if quiet > self.startup_s:
+                return (
+                    f"{what} {name!r} delivered no audio within {quiet:.1f} s of starting (disconnected, muted "
+                    f"by the system, or taken by another program?). Press Start to try again{self._hint(source)}."
+                )
+            return None
         if quiet > self.timeout_s:
             return (
                 f"{what} {name!r} stopped delivering audio {quiet:.1f} s ago (unplugged or taken by another "

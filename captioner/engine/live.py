@@ -41,7 +41,7 @@ from typing import Callable, Sequence
 from captioner.asr.base import Backend
 from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
-from captioner.audio.watchdog import DEFAULT_TIMEOUT_S, Watchdog
+from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
 from captioner.engine.session import StreamingSession, feed_many
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities
 
@@ -69,6 +69,7 @@ class LiveCaptioner:
         on_event: called with every event, on the captioner's thread; it must return
             quickly (queue or emit a signal). Exceptions it raises are logged.
         watchdog_s: seconds without a device callback that count as a lost device.
+        startup_s: seconds a device may take to deliver its first callback.
         stats_interval_s: seconds between Stats events per source.
         level_interval_s: window of a Level event (0.05 s -> 20 per second).
         poll_s: longest sleep between loops when no audio arrives (s); sources wake
@@ -86,6 +87,7 @@ class LiveCaptioner:
         on_event: Callable[[Event], None],
         *,
         watchdog_s: float = DEFAULT_TIMEOUT_S,
+        startup_s: float = DEFAULT_STARTUP_S,
         stats_interval_s: float = 1.0,
         level_interval_s: float = 0.05,
         poll_s: float = 0.02,
@@ -105,7 +107,7 @@ class LiveCaptioner:
         self.backend = backend
         self.sources = list(sources)
         self.on_event = on_event
-        self.watchdog = Watchdog(watchdog_s)
+        self.watchdog = Watchdog(watchdog_s, startup_s)
         self.stats_interval_s = float(stats_interval_s)
         self.level_interval_s = float(level_interval_s)
         self.poll_s = float(poll_s)
