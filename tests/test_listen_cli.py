@@ -120,3 +120,42 @@ def test_devices_lists_both_kinds(monkeypatch, capsys):
     payload = json.loads(capsys.readouterr().out)
     assert [d["name"] for d in payload["system"]] == ["meeting.monitor"]
     assert payload["system_help"] is None
+
+
+CTRL_C_SCRIPT = r"""
+import sys
+sys.path.insert(0, {root!r})
+from tests.audio_fakes import FakeBackend
+from captioner.commands import listen
+import argparse
+listen._load_backend = lambda args: FakeBackend(batch_size=1)
+parser = argparse.ArgumentParser()
+listen.add_parser(parser.add_subparsers(dest="command"))
+args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}])
+sys.exit(listen.run(args))
+"""
+
+
+def test_ctrl_c_stops_cleanly_and_flushes(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    wav = tmp_path / "long.wav"
+    sf.write(wav, tone(60.0, 16000), 16000)  # played live: Ctrl-C comes long before its end
+    out = tmp_path / "t.txt"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stdout.readline()  # the first caption line proves capture and decoding run
+    assert first.startswith("[long.wav] w1"), first + proc.stderr.read()
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "flushing the last words" in err
+    (line,) = out.read_text(encoding="utf-8").splitlines()
+    words = line.split()[1:]
+    assert words[0] == "w1" and 1 < len(words) < 600  # stopped early, nothing after w1 lost
+    assert words == [f"w{i}" for i in range(1, len(words) + 1)]
+    assert len(words) == len((first + rest).split()) - len((first + rest).splitlines())  # printed == written

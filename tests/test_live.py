@@ -3,6 +3,7 @@ device-lost handling, continued stream time, dropped-audio notices. No sleeps: t
 events and ``wait()`` synchronise."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -135,31 +136,47 @@ def test_device_lost_keeps_text_notifies_and_allows_restart():
     assert new[0].start == pytest.approx(3.0) and new[1].end == pytest.approx(3.2)
 
 
-def test_full_queue_drops_with_a_notice(tmp_path):
+def wait_until(pred, timeout=30.0):
+    """Poll ``pred`` until true (like qtbot.waitUntil); False on timeout."""
+    tick = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        tick.wait(0.005)
+    return True
+
+
+def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
     sd = FakeSD(device_table())
     clock = FakeClock()
-    mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=clock, max_queue_s=0.1)
+    mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=clock)
     rec = Recorder()
-    gate = threading.Event()
+    gate, entered = threading.Event(), threading.Event()
 
     class Slow(FakeBackend):
         def step(self, rows):
+            entered.set()
             gate.wait(30)  # decoding stalls until the test lets it go
             return super().step(rows)
 
-    live = LiveCaptioner(Slow(batch_size=1), [mic], rec, clock=clock)
+    live = LiveCaptioner(Slow(batch_size=1), [mic], rec, clock=clock, max_backlog_s=0.3)
     live.start()
     stream = sd.streams[0]
     stream.deliver(tone(0.1, 16000))
-    entered = rec.when(lambda e: isinstance(e, Level))
-    assert entered.wait(30)  # the thread has taken the first block and is stuck in the model
-    for _ in range(4):
-        stream.deliver(tone(0.05, 16000))  # 0.2 s into a 0.1 s queue: 0.1 s dropped
+    assert entered.wait(30)  # the decoder is stuck inside the model
+    for _ in range(8):  # 0.4 s more: 0.3 s fits the 0.3 s backlog, 0.1 s is dropped
+        stream.deliver(tone(0.05, 16000))
+    # capture goes on while the model is stuck: the device queue is emptied, levels keep coming
+    assert wait_until(lambda: mic.stats().queued_frames == 0 and mic.stats().callbacks == 9)
+    assert wait_until(lambda: live.backlog_s() >= 0.39)  # 0.3 s pending + the 0.1 s chunk in the model
+    assert mic.stats().latency_max_ms < 1.0  # fake clock: blocks left the queue at once
     gate.set()
     assert live.stop(timeout=30)
     notices = [n for n in rec.of(Notice) if n.code == "dropped"]
     assert len(notices) == 1 and "0.1 s of You audio were dropped" in notices[0].message
-    assert rec.of(Stats, "You")[-1].dropped_s == pytest.approx(0.1)
+    last = rec.of(Stats, "You")[-1]
+    assert last.dropped_s == pytest.approx(0.1) and last.audio_s == pytest.approx(0.4)
 
 
 def test_rejects_bad_configuration(tmp_path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -97,7 +98,9 @@ class _Collector:
             if self.partials and self.out.isatty():
                 self._clear_partial()
                 if ev.text:
-                    self.out.write(f"[{ev.source}] {ev.text}")
+                    width = shutil.get_terminal_size((80, 24)).columns - 1
+                    line = f"[{ev.source}] {ev.text}"
+                    self.out.write(line if len(line) <= width else line[: width - 3] + "...")
                     self.out.flush()
                     self._partial_shown = True
             return
@@ -242,7 +245,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except KeyboardInterrupt:
         print("stopping: flushing the last words...", file=err, flush=True)
     finally:
-        live.stop(drain=True)
+        try:
+            live.stop(drain=True)
+        except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
+            live.stop(drain=False)
         if journal is not None:
             journal.close()
     segments = collector.finish()
