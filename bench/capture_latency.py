@@ -1,7 +1,8 @@
 """Capture benchmark: end-to-end capture latency and overflow count from a PulseAudio monitor.
 
 Latency is measured per raw block from the moment the PortAudio callback queued it to
-the moment it left the queue (``AudioSource.read``), while the real pipeline runs:
+the moment it left the queue (``AudioSource.read``), while the real pipeline runs
+(PortAudio's own input latency, ADC to callback, is reported beside it):
 ``LiveCaptioner`` with the chosen backend, so the consumer is as busy as in use.
 Speech (espeak-ng) is played into the monitored sink in a loop for the whole run.
 
@@ -110,6 +111,7 @@ def main() -> int:
             subprocess.run(["paplay", wav], env=env, check=False)
 
     live.start()
+    pa_latency = getattr(getattr(src, "_stream", None), "latency", None)
     t0 = time.monotonic()
     th = threading.Thread(target=player, daemon=True)
     th.start()
@@ -129,6 +131,7 @@ def main() -> int:
         "mean_frames_per_callback": round(st.frames_in / max(1, st.callbacks), 1),
         "captured_s": round(st.frames_in / src.native_rate, 3),
         "delivered_s": round(st.samples_out / backend.sample_rate, 3),
+        "portaudio_input_latency_ms": round(1000 * pa_latency, 2) if pa_latency else None,
         "latency_mean_ms": round(st.latency_mean_ms, 2),
         "latency_max_ms": round(st.latency_max_ms, 2),
         "latency_blocks": st.latency_count,

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from captioner.audio.device_source import DeviceSource
-from captioner.audio.devices import InputDevice, PulseInventory
+from captioner.audio.devices import InputDevice, PulseInventory, PulseSourceInfo
 from captioner.audio.filesource import FileSource
 from captioner.audio.microphone import MicrophoneSource
 from captioner.audio.source import SourceError
@@ -103,8 +102,8 @@ def test_pulse_source_is_set_only_while_its_stream_opens(monkeypatch):
     sd = FakeSD([FakeDevice("pulse", 32, 44100.0), FakeDevice("default", 32, 44100.0)])
     inv = PulseInventory(
         (
-            __import__("captioner.audio.devices", fromlist=["x"]).PulseSourceInfo("meeting.monitor", "", "meeting", 2, 44100),
-            __import__("captioner.audio.devices", fromlist=["x"]).PulseSourceInfo("virtmic", "", None, 1, 44100),
+            PulseSourceInfo("meeting.monitor", "", "meeting", 2, 44100),
+            PulseSourceInfo("virtmic", "", None, 1, 44100),
         ),
         "meeting",
         "virtmic",

@@ -87,7 +87,7 @@ def test_stop_drains_queue_and_flushes_last_words():
     stream = sd.streams[0]
     x = tone(1.25, 48000)
     for i in range(0, len(x), 480):
-        stream.deliver(x[i : i + 480])
+        stream.deliver(x[i : i + 480], overflow=i == 4800)  # the device reports one overflow
     assert live.stop(drain=True, timeout=30)
     assert stream.aborted
     text = "".join(e.text for e in rec.of(TextDelta, "You"))
@@ -95,6 +95,7 @@ def test_stop_drains_queue_and_flushes_last_words():
     stats = rec.of(Stats, "You")[-1]
     assert stats.audio_s == pytest.approx(1.25)
     assert stats.backlog_s == 0.0 and stats.dropped_s == 0.0
+    assert stats.overflows == 1  # surfaced, not silent
     assert rec.of(TurnBoundary, "You")[-1].kind == "end_of_stream"
 
 
