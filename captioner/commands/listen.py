@@ -1,8 +1,9 @@
 """``captioner listen``: headless live captions of the microphone and/or system audio.
 
 Prints text as it is decoded, labelled by source, writes the transcript at the end
-(txt, srt, vtt or json) and, while running, appends every final line to a journal
-file (JSON lines, flushed at once) so a crash loses nothing. ``--duration`` stops
+(txt, srt, vtt or json, through ``captioner.transcript.writers``) and, while running,
+appends every final text and turn to the autosave journal (``captioner.transcript``;
+fsynced at once) so a crash loses nothing. ``--duration`` stops
 after that many seconds; Ctrl-C stops cleanly and flushes the last words.
 
 Examples::
@@ -24,9 +25,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from captioner.events import Event, Notice, TextDelta, TurnBoundary
-
-FORMATS = ("txt", "srt", "vtt", "json")
+from captioner.asr.base import BackendError
+from captioner.asr.geometry import GeometryError
+from captioner.commands.backend_options import add_backend_arguments, check_backend_arguments, open_backend
+from captioner.events import Event, Notice, TextDelta
+from captioner.transcript.live import LiveTranscript
+from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,46 +51,32 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--mic-label", default="You", help="label of the microphone's text (default: You)")
     p.add_argument("--system-label", default="Meeting", help="label of the system audio's text (default: Meeting)")
     p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this many seconds")
-    p.add_argument("--backend", default="default", help="ASR backend (default, audio8, tflite, remote)")
-    p.add_argument("--model", default=None, help="model path for backends that need one")
+    add_backend_arguments(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="transcript format (default: from -o, else txt)")
     p.add_argument("-o", "--output", default=None, metavar="OUT", help="write the transcript here at the end")
-    p.add_argument("--journal", default=None, metavar="PATH",
-                   help="append final lines here as they arrive (default: OUT.journal.jsonl with -o)")
+    p.add_argument("--journal-dir", default=None, metavar="DIR",
+                   help="folder of the autosave journal (default: the user data folder, see README)")
     p.add_argument("--no-partials", action="store_true", help="print final text only")
     return p
 
 
 @dataclass
-class Segment:
-    """One finished stretch of text of one source (closed by a turn boundary)."""
-
-    source: str
-    start: float
-    end: float
-    text: str = ""
-
-
-@dataclass
 class _Collector:
-    """Turns the event stream into segments, prints it live and journals final text."""
+    """Prints the event stream live and feeds the transcript + journal (``LiveTranscript``)."""
 
     out: TextIO
     err: TextIO
-    journal: TextIO | None = None
+    live: LiveTranscript
     partials: bool = True
-    segments: list[Segment] = field(default_factory=list)
-    open: dict = field(default_factory=dict)  # source -> Segment being built
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
     _partial_shown: bool = False
 
     def __call__(self, ev: Event) -> None:
         with self.lock:
+            self._notice(self.live.add(ev))
             if isinstance(ev, TextDelta):
                 self._delta(ev)
-            elif isinstance(ev, TurnBoundary):
-                self._close(ev.source)
             elif isinstance(ev, Notice) and ev.code != "stopped":
                 if ev.severity == "error":
                     self.failures.append(ev)
@@ -106,73 +96,28 @@ class _Collector:
             return
         if not ev.text.strip():
             return
-        seg = self.open.get(ev.source)
-        if seg is None:
-            seg = self.open[ev.source] = Segment(ev.source, ev.start, ev.end)
-        seg.text = _join(seg.text, ev.text)
-        seg.end = max(seg.end, ev.end)
         self._clear_partial()
         print(f"[{ev.source}] {ev.text.strip()}", file=self.out, flush=True)
-        if self.journal is not None:
-            self.journal.write(json.dumps({"source": ev.source, "start": ev.start, "end": ev.end, "text": ev.text},
-                                          ensure_ascii=False) + "\n")
-            self.journal.flush()
 
-    def _close(self, source: str) -> None:
-        seg = self.open.pop(source, None)
-        if seg is not None and seg.text.strip():
-            self.segments.append(seg)
+    def _notice(self, notice: Notice | None) -> None:
+        if notice is not None:
+            self._clear_partial()
+            print(f"captioner: {notice.severity}: {notice.message}", file=self.err, flush=True)
 
     def _clear_partial(self) -> None:
         if self._partial_shown:
             self.out.write("\r\x1b[2K")
             self._partial_shown = False
 
-    def finish(self) -> list[Segment]:
+    def finish(self) -> None:
+        """Close open segments and the journal; clear a partial line on the terminal."""
         with self.lock:
-            for source in list(self.open):
-                self._close(source)
+            self._notice(self.live.close())
             self._clear_partial()
-            return sorted(self.segments, key=lambda s: (s.start, s.source))
-
-
-def _join(a: str, b: str) -> str:
-    if not a:
-        return b.strip() if not b.startswith(" ") else b.lstrip()
-    return a + b if b.startswith(" ") or a.endswith(" ") else f"{a} {b}"
-
-
-# -- transcript files (the lead may route these through captioner.transcript writers) ---------
-def _ts(seconds: float, sep: str) -> str:
-    ms = int(round(max(0.0, seconds) * 1000))
-    h, rem = divmod(ms, 3_600_000)
-    m, rem = divmod(rem, 60_000)
-    s, ms = divmod(rem, 1000)
-    return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
-
-
-def render(segments: list[Segment], fmt: str) -> str:
-    """Transcript text in ``fmt`` (txt, srt, vtt or json); times are stream seconds."""
-    if fmt == "json":
-        rows = [{"source": s.source, "start": s.start, "end": s.end, "text": s.text.strip()} for s in segments]
-        return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
-    if fmt == "txt":
-        return "".join(f"[{s.source}] {s.text.strip()}\n" for s in segments)
-    cues = []
-    for i, s in enumerate(segments, 1):
-        end = max(s.end, s.start + 0.001)
-        if fmt == "srt":
-            cues.append(f"{i}\n{_ts(s.start, ',')} --> {_ts(end, ',')}\n{s.source}: {s.text.strip()}\n")
-        else:
-            cues.append(f"{_ts(s.start, '.')} --> {_ts(end, '.')}\n<v {s.source}>{s.text.strip()}\n")
-    body = "\n".join(cues)
-    return ("WEBVTT\n\n" + body) if fmt == "vtt" else body
 
 
 def _load_backend(args: argparse.Namespace) -> Any:
-    from captioner.asr import load_backend
-
-    return load_backend(args.backend, args.model) if args.model else load_backend(args.backend)
+    return open_backend(args)
 
 
 def _build_sources(args: argparse.Namespace, rate: int) -> list:
@@ -201,7 +146,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         0 on success, 1 when a device, the backend or the output file failed, 2 for
         bad arguments.
     """
-    from captioner.asr.base import BackendError
     from captioner.audio.source import SourceError
     from captioner.engine.live import LiveCaptioner
 
@@ -211,26 +155,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.duration is not None and args.duration <= 0:
         print("error: --duration must be > 0 seconds", file=err)
         return 2
-    journal_path = args.journal or (args.output + ".journal.jsonl" if args.output else None)
+    usage = check_backend_arguments(args)
+    if usage:
+        print(f"error: {usage}", file=err)
+        return 2
     try:
         backend = _load_backend(args)
         sources = _build_sources(args, backend.sample_rate)
+    except GeometryError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
     except (BackendError, SourceError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=err)
         return 1
-    journal = None
-    try:
-        journal = open(journal_path, "a", encoding="utf-8") if journal_path else None
-    except OSError as exc:
-        print(f"error: cannot write the journal {journal_path}: {exc}", file=err)
-        return 1
-    collector = _Collector(out, err, journal, partials=not args.no_partials)
+    transcript, notice = LiveTranscript.start(
+        args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
+    )
+    collector = _Collector(out, err, transcript, partials=not args.no_partials)
+    collector._notice(notice)
+    if transcript.journal is not None:
+        print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
     try:
         live = LiveCaptioner(backend, sources, collector)
         live.start()
     except (SourceError, ValueError) as exc:
-        if journal is not None:
-            journal.close()
+        collector.finish()
         print(f"error: {exc}", file=err)
         return 1
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
@@ -249,23 +198,21 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             live.stop(drain=True)
         except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
             live.stop(drain=False)
-        if journal is not None:
-            journal.close()
-    segments = collector.finish()
+        collector.finish()
     stats = live.source_stats()
     for label, st in stats.items():
         if st.overflows or st.dropped_blocks:
             print(f"[{label}] warning: {st.overflows} device overflows, {st.dropped_s:.1f} s dropped", file=err)
+    result = transcript.transcript
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8", newline="\n") as f:
-                f.write(render(segments, fmt))
-        except OSError as exc:
-            print(f"error: cannot write {args.output}: {exc}", file=err)
+            write_transcript(result, args.output, fmt)
+        except TranscriptWriteError as exc:
+            print(f"error: {exc}", file=err)
             return 1
-        print(f"transcript written to {args.output} ({len(segments)} segments, {fmt})", file=err)
+        print(f"transcript written to {args.output} ({len(result.segments)} segments, {fmt})", file=err)
     elif args.format:
-        out.write(render(segments, fmt))
+        out.write(format_transcript(result, fmt))
     return 1 if collector.failures else 0
 
 
