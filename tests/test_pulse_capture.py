@@ -147,4 +147,4 @@ def test_listen_system_captions_the_default_sink(pulse, backend, tmp_path, monke
     assert "[Meeting]" in printed
     assert len(_words(printed) & {"quarterly", "budget", "monday", "morning", "conference", "room"}) >= 4, printed
     srt_text = (tmp_path / "t.srt").read_text(encoding="utf-8")
-    assert "Meeting:" in srt_text and "budget" in srt_text.lower()
+    assert "budget" in srt_text.lower()  # one source: cues carry no label (the live lines above do)
