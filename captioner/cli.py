@@ -15,6 +15,7 @@ import sys
 COMMANDS = {
     "transcribe": "captioner.commands.transcribe",
     "devices": "captioner.commands.devices",
+    "listen": "captioner.commands.listen",
 }
 
 

@@ -113,3 +113,23 @@ def test_unwritable_output_keeps_text_in_journal(wav, tmp_path, capsys, data_dir
     err = capsys.readouterr().err
     assert "Could not save" in err and "journal" in err
     assert "meeting" in normalize_words(journal_finals(data_dir))
+
+
+def test_audio8_tiny_checkpoint_end_to_end_json_has_turns(tmp_path, capsys):
+    pytest.importorskip("torch")
+    from captioner.asr.audio8.tiny import build_tiny_checkpoint
+    from tests.audio8_helpers import make_audio
+
+    ck = build_tiny_checkpoint(tmp_path / "ck")
+    wav = tmp_path / "tones.wav"
+    sf.write(wav, make_audio(4.0, seed=1), 16000)
+    argv = ["transcribe", str(wav), "--backend", "audio8", "--model", ck, "--clock", "80", "--delay", "480",
+            "--language", "en", "--format", "json", "--vad-threshold", "0.3"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["segments"], "the tiny model emits text"
+    assert all(s["source"] == "tones.wav" for s in doc["segments"])
+    kinds = {t["kind"] for t in doc["turns"]}
+    assert "end_of_stream" in kinds or "semantic_vad" in kinds
+    for t in doc["turns"]:
+        assert 0.0 <= t["probability"] <= 1.0 and 0.0 <= t["time"] <= 4.0 + 11 * 0.08

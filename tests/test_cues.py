@@ -114,3 +114,11 @@ def test_lines_are_balanced_instead_of_leaving_a_stub():
     assert cue.lines == ("one two three four five", "six seven eight nine ten")
     short = "fits on one line"
     assert segment_cues(Segment("You", 0.0, 1.0, short))[0].lines == (short,)
+
+
+def test_short_caption_stays_on_one_line():
+    from captioner.transcript.cues import make_cues
+    from captioner.transcript.model import Segment
+
+    (cue,) = make_cues([Segment("You", 0.0, 1.0, "w1 w2 w3 w4 w5")])
+    assert list(cue.lines) == ["w1 w2 w3 w4 w5"]

@@ -18,12 +18,12 @@ import argparse
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
-from captioner.asr import BACKENDS, BackendError, load_backend
-from captioner.asr.geometry import ChunkGeometry, GeometryError
+from captioner.asr import BackendError
+from captioner.asr.geometry import GeometryError
 from captioner.audio.fileio import AudioFileError, load_audio
+from captioner.commands.backend_options import add_backend_arguments, check_backend_arguments, open_backend
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
 from captioner.transcript.live import LiveTranscript
@@ -46,48 +46,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="write the transcript here instead of standard output")
     p.add_argument("--realtime", action="store_true", help="pace the audio in real time, like a live source")
     p.add_argument("--label", default=None, help="source label in the transcript (default: the file name)")
-
-
-def add_backend_arguments(p: argparse.ArgumentParser) -> None:
-    """The backend options shared by ``transcribe`` and ``listen``."""
-    p.add_argument("--backend", choices=BACKENDS, default="default", help="ASR backend (default: embedded model)")
-    p.add_argument("--model", help="Audio8 checkpoint directory, .tflite file, or ws:// URL of a remote server")
-    p.add_argument("--clock", type=int, default=80, help="audio clock in ms: 80, 120 or 160 (Audio8)")
-    p.add_argument("--delay", type=int, default=480, help="transcription delay in ms, a multiple of the clock (Audio8)")
-    p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
-
-
-def _error(msg: str) -> None:
-    print(f"captioner: error: {msg}", file=sys.stderr)
-
-
-def check_backend_arguments(args: argparse.Namespace) -> str | None:
-    """Validate backend options before anything heavy loads; returns a usage message or None."""
-    if args.backend in ("audio8", "tflite") and not args.model:
-        return f"--backend {args.backend} needs --model"
-    if args.model and args.backend in ("audio8", "tflite") and not os.path.exists(args.model):
-        return f"model not found: {args.model}"
-    if args.backend in ("audio8", "remote"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ChunkGeometry.from_clock(args.clock, args.delay)
-        except GeometryError as exc:
-            return str(exc)
-    if args.backend == "default" and args.language != "en":
-        return "the default model is English-only; use --backend audio8 for Chinese"
-    return None
-
-
-def open_backend(args: argparse.Namespace):
-    """Load the backend chosen by the arguments (raises BackendError/GeometryError)."""
-    return load_backend(
-        args.backend,
-        args.model,
-        clock_ms=args.clock,
-        delay_ms=args.delay,
-        language=args.language,
-    )
 
 
 class _Progress:
@@ -113,6 +71,10 @@ class _Progress:
     def done(self) -> None:
         if self.enabled and self.tty:
             print(file=sys.stderr)
+
+
+def _error(msg: str) -> None:
+    print(f"captioner: error: {msg}", file=sys.stderr)
 
 
 def _notice(n: Notice | None) -> None:
@@ -141,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     except BackendError as exc:
         _error(str(exc))
         return 1
+    _notice(getattr(backend, "speed_notice", None))
     try:
         audio = load_audio(args.audio, backend.sample_rate)
     except AudioFileError as exc:

@@ -1,1 +1,7 @@
-"""captioner.engine"""
+"""The caption engine: streaming sessions stepped through one shared, batched model.
+
+- ``batcher``: ``BatchEngine``, one worker thread per loaded backend, up to B sessions per call.
+- ``session``: ``StreamingSession`` (start/feed/end, overlap and flush rules) and ``feed_many``.
+- ``live``: ``LiveCaptioner``, sources -> sessions on capture/decode threads, events out (no Qt).
+- ``qt_worker``: the QThread wrapper the GUI uses (QtCore only).
+"""

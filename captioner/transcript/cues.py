@@ -9,7 +9,7 @@ Readability rules (Netflix Timed Text Style Guides; BBC Subtitle Guidelines):
   line (the Simplified Chinese limit), broken between any two characters except
   before closing punctuation (``，。！？」`` ...), which stays on its line.
 
-Lines are balanced: a segment gets as many cues as full-width lines need, and the
+A segment that fits one line stays on one line. A longer one is balanced: it gets as many cues as full-width lines need, and the
 text is spread evenly over them (never narrower than half a line), so no cue is a
 one-word stub. Widths are display columns: East Asian Wide/Fullwidth characters (CJK, most emoji)
 count 2, combining marks 0, everything else 1. A line of Latin text holds 42 columns;
@@ -242,15 +242,16 @@ def segment_cues(
     # Balance: the narrowest width (down to half a line) that needs no more cues
     # than full-width lines do, so text spreads evenly instead of leaving a stub.
     lines = wrap(columns)
-    budget = -(-len(lines) // max_lines) * max_lines
-    low, high = max(2, columns // 2), columns
-    while low < high:
-        mid = (low + high) // 2
-        if len(wrap(mid)) <= budget:
-            high = mid
-        else:
-            low = mid + 1
-    lines = wrap(low)
+    if len(lines) > 1:  # text that fits one line stays on one line
+        budget = -(-len(lines) // max_lines) * max_lines
+        low, high = max(2, columns // 2), columns
+        while low < high:
+            mid = (low + high) // 2
+            if len(wrap(mid)) <= budget:
+                high = mid
+            else:
+                low = mid + 1
+        lines = wrap(low)
     groups = [lines[i : i + max_lines] for i in range(0, len(lines), max_lines)]
     weights = [max(1, _visible_chars(group)) for group in groups]
     total = sum(weights)

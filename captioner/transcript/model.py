@@ -133,6 +133,8 @@ class Transcript:
         self._last_closed: dict[str, int] = {}  # source -> insertion number of its last closed segment
         self._clock: dict[str, float] = {}  # source -> latest stream time seen (monotonic)
         self._partials: dict[str, str] = {}
+        #: every TurnBoundary received, in arrival order (time, kind, probability, source)
+        self.turns: list[TurnBoundary] = []
         self._sources: list[str] = []
 
     # ------------------------------------------------------------------ input
@@ -195,6 +197,7 @@ class Transcript:
 
     def _add_turn(self, turn: TurnBoundary) -> list[Segment]:
         source = turn.source
+        self.turns.append(turn)
         if turn.kind == "end_of_stream":
             self._partials.pop(source, None)
         if source in self._open:

@@ -134,12 +134,19 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
     """JSON document: ``{"format", "version", "metadata", "sources", "segments": [...]}``.
 
     Each segment is ``{"source", "start", "end" (s, stream time), "text" (verbatim),
-    "turn_end", "boundary"}``. Non-ASCII text is stored as is (UTF-8), not escaped.
+    "turn_end", "boundary"}``; ``"turns"`` lists every turn boundary as ``{"source", "time"
+    (s), "kind", "probability"}`` (semantic-VAD end-of-turn probability, 1.0 when the
+    backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped.
     """
     segs = _segments(transcript)
     metadata: dict[str, Any] = {}
+    turns: list[dict[str, Any]] = []
     if isinstance(transcript, Transcript):
         metadata = {k: v for k, v in transcript.metadata.items()}
+        turns = [
+            {"source": t.source, "time": round(float(t.time), 3), "kind": t.kind, "probability": float(t.probability)}
+            for t in transcript.turns
+        ]
     metadata.setdefault("app", f"captioner {__version__}")
     doc = {
         "format": JSON_FORMAT_NAME,
@@ -147,6 +154,7 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
         "metadata": metadata,
         "sources": list(dict.fromkeys(s.source for s in segs)),
         "segments": [s.to_dict() for s in segs],
+        "turns": turns,
     }
     return json.dumps(doc, ensure_ascii=False, indent=indent, default=str) + "\n"
 

@@ -1,0 +1,400 @@
+"""The Audio8 streaming step: per-session state, batched model call, rolling window, re-basing.
+
+One clock step of one session (DESIGN section 2, reference ``simulated_streaming_greedy_decode``):
+
+1. windowed log-mel + causal convs over the step's window (:mod:`.frontend`), keep the last
+   ``frame_len`` conv frames (the whole prompt's frames on the first step);
+2. audio tower over those frames with the session's KV cache (sliding window 750);
+3. projector over the ``frame_len`` group -> one audio embedding per text position;
+4. additive fusion ``embed(previous token) + audio embedding``; the first step feeds the
+   prompt ``BOS, language, [STREAMING_PAD] ...`` (``left_pad + delay + 1`` positions);
+5. decoder with the session's KV cache, greedy argmax with EOS set to -inf; VAD heads on
+   the final-norm state.
+
+Sessions keep their own caches; one call stacks them into one batch with a per-row mask.
+
+Unlimited length:
+
+* decoder: the *ledger* (fused inputs of the positions in the KV cache) is bounded by
+  ``window_tokens``. When a step would exceed it, positions after the 16-token stable prefix
+  are dropped (``overflow + interval - 1`` of them, whole clock steps) and the cache is rebuilt
+  by re-prefilling the kept inputs at positions ``0..`` -- exactly a fresh decode of the kept
+  context (reference rolling scheduler semantics);
+* tower: cache positions equal buffer indices and stay below ``max_position_embeddings``
+  (1500). Before they would pass the buffer capacity, the oldest keys that no query can see
+  any more (beyond the sliding window) are dropped and the kept keys are re-rotated by the
+  shift, which leaves every attention score unchanged (RoPE is relative).
+
+Memory per session is therefore constant, and so is the step time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from transformers.models.voxtral_realtime.modeling_voxtral_realtime import rotate_half
+
+from captioner.asr.audio8.config import STABLE_PREFIX_TOKENS, OperatingPoint
+from captioner.asr.audio8.detok import IncrementalDetokenizer
+from captioner.asr.audio8.frontend import log_mel, window_bounds
+from captioner.asr.audio8.modeling import Audio8Model
+from captioner.asr.audio8.vad import TurnHysteresis
+
+
+class KVStore:
+    """Keys and values of one session for one attention stack, preallocated.
+
+    Attributes:
+        keys, values: ``[layers, kv_heads, capacity, head_dim]`` in the model dtype; entries
+            ``[:, :, :length]`` are valid; buffer index == RoPE position.
+        length: valid positions.
+    """
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, capacity: int, device: torch.device,
+                 dtype: torch.dtype) -> None:
+        self.keys = torch.zeros(layers, kv_heads, capacity, head_dim, device=device, dtype=dtype)
+        self.values = torch.zeros_like(self.keys)
+        self.length = 0
+
+    @property
+    def capacity(self) -> int:
+        """Positions the buffer holds."""
+        return int(self.keys.shape[2])
+
+    def drop_front(self, count: int) -> None:
+        """Forget the oldest ``count`` positions, moving the rest to the front."""
+        if count <= 0:
+            return
+        keep = self.length - count
+        self.keys[:, :, :keep] = self.keys[:, :, count : self.length].clone()
+        self.values[:, :, :keep] = self.values[:, :, count : self.length].clone()
+        self.length = keep
+
+    def rotate(self, shift: int, rotary: Any) -> None:
+        """Re-base RoPE positions of the valid keys by ``-shift`` (exact: R(p - s) = R(-s) R(p)).
+
+        Args:
+            shift: positions to subtract.
+            rotary: the stack's rotary-embedding module (gives cos/sin for a position).
+        """
+        if shift == 0 or self.length == 0:
+            return
+        k = self.keys[:, :, : self.length].float()
+        pos = torch.full((1, 1), -int(shift), dtype=torch.long, device=k.device)
+        cos, sin = rotary(k, position_ids=pos)  # [1, 1, head_dim] float32
+        self.keys[:, :, : self.length] = (k * cos + rotate_half(k) * sin).to(self.keys.dtype)
+
+
+class BatchedKV:
+    """The cache protocol transformers attention modules call (``update(k, v, layer_idx)``),
+    spread over one :class:`KVStore` per batch row.
+
+    New keys of row ``b`` go to ``store.keys[layer, :, length_b : length_b + T]``; the call
+    returns all rows stacked up to ``max(length) + T`` (stale tails are masked out).
+    """
+
+    def __init__(self, stores: Sequence[KVStore], new_tokens: int) -> None:
+        self.stores = list(stores)
+        self.t = int(new_tokens)
+        self.total = max(s.length for s in self.stores) + self.t
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any,
+               **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store ``[B, kv_heads, T, head_dim]`` keys/values; return ``[B, kv_heads, S, head_dim]``."""
+        if len(self.stores) == 1:
+            s = self.stores[0]
+            s.keys[layer_idx, :, s.length : s.length + self.t] = key_states[0]
+            s.values[layer_idx, :, s.length : s.length + self.t] = value_states[0]
+            return s.keys[layer_idx, :, : self.total][None], s.values[layer_idx, :, : self.total][None]
+        for b, s in enumerate(self.stores):
+            s.keys[layer_idx, :, s.length : s.length + self.t] = key_states[b]
+            s.values[layer_idx, :, s.length : s.length + self.t] = value_states[b]
+        keys = torch.stack([s.keys[layer_idx, :, : self.total] for s in self.stores])
+        values = torch.stack([s.values[layer_idx, :, : self.total] for s in self.stores])
+        return keys, values
+
+    def commit(self) -> None:
+        """Advance every row's length by the new tokens (after the forward)."""
+        for s in self.stores:
+            s.length += self.t
+
+    def positions(self, device: torch.device) -> torch.Tensor:
+        """``[B, T]`` int64 RoPE positions of the new tokens (buffer indices)."""
+        base = torch.tensor([s.length for s in self.stores], device=device, dtype=torch.long)
+        return base[:, None] + torch.arange(self.t, device=device, dtype=torch.long)[None, :]
+
+    def mask(self, device: torch.device, sliding_window: int | None = None) -> torch.Tensor:
+        """Bool ``[B, 1, T, S]`` mask, True where query ``t`` of row ``b`` may attend key ``j``:
+        ``j <= length_b + t`` (causal, own history only) and, with a sliding window ``w``,
+        ``j > length_b + t - w``."""
+        q = self.positions(device)[:, None, :, None]  # [B, 1, T, 1]
+        j = torch.arange(self.total, device=device)[None, None, None, :]
+        allowed = j <= q
+        if sliding_window is not None:
+            allowed = allowed & (j > q - int(sliding_window))
+        return allowed
+
+
+@dataclass
+class Audio8State:
+    """One session's streaming state (travels in ``StepRow.state``).
+
+    Attributes:
+        audio: ``[n] float32`` stream samples from ``audio_base`` on (left pad included).
+        audio_base: stream index of ``audio[0]``.
+        chunks: audio chunks (clock steps of real audio or flush silence) received.
+        windows_done: clock-step windows decoded = text tokens generated.
+        tower, decoder: KV stores of the audio tower and the decoder.
+        ledger: ``[window_tokens, H]`` fused decoder inputs of the cached positions.
+        last_token: the previous generated token (next input).
+        detok: byte-safe detokeniser.
+        vad: end-of-turn hysteresis.
+        real_end_s: stream time (s) after the last real sample.
+        ending: the final row arrived: decode every remaining window over silence.
+        trims, tower_rebases: how often the rolling window / tower re-basing ran.
+    """
+
+    audio: np.ndarray
+    audio_base: int
+    tower: KVStore
+    decoder: KVStore
+    ledger: torch.Tensor
+    detok: IncrementalDetokenizer = field(default_factory=IncrementalDetokenizer)
+    vad: TurnHysteresis = field(default_factory=TurnHysteresis)
+    chunks: int = 0
+    windows_done: int = 0
+    last_token: int = -1
+    real_end_s: float = 0.0
+    ending: bool = False
+    trims: int = 0
+    tower_rebases: int = 0
+
+    def window_target(self, point: OperatingPoint) -> int:
+        """Windows decodable now: each needs the look-ahead of the chunk ``delay + 1`` later;
+        after the final row every received chunk gets its token (silence is synthesised)."""
+        if self.ending:
+            return self.chunks
+        return max(0, self.chunks - point.num_delay_tokens - 1)
+
+
+@dataclass
+class TokenOut:
+    """What one decoded clock step gave.
+
+    Attributes:
+        step: clock-step index of the token (0 = first real chunk).
+        token: generated id.
+        eot: end-of-turn probability per VAD horizon, () without heads.
+    """
+
+    step: int
+    token: int
+    eot: tuple[float, ...]
+
+
+class StreamingDecoder:
+    """Runs the Audio8 streaming step for a batch of sessions.
+
+    Args:
+        model: the loaded network (eval mode).
+        feature_extractor: ``VoxtralRealtimeFeatureExtractor``.
+        point: clock/delay operating point.
+        prompt_ids: the ``prefill_tokens`` prompt ids (BOS, language, pads).
+        eos_id: EOS id (its logit is set to -inf: the clock bounds generation).
+        window_tokens: rolling decoder window (ledger bound) in tokens.
+        trim_interval_tokens: extra tokens trimmed at once so trims happen every ~3 s.
+        stable_prefix_tokens: ledger positions never trimmed (BOS + language + pads).
+        tower_capacity: tower KV positions per session (<= ``max_position_embeddings``).
+
+    Raises:
+        ValueError: a window or capacity too small for the prompt.
+    """
+
+    def __init__(
+        self,
+        model: Audio8Model,
+        feature_extractor: Any,
+        point: OperatingPoint,
+        prompt_ids: Sequence[int],
+        eos_id: int,
+        window_tokens: int,
+        trim_interval_tokens: int,
+        stable_prefix_tokens: int = STABLE_PREFIX_TOKENS,
+        tower_capacity: int | None = None,
+    ) -> None:
+        self.model = model
+        self.fe = feature_extractor
+        self.point = point
+        self.prompt_ids = [int(i) for i in prompt_ids]
+        if len(self.prompt_ids) != point.prefill_tokens:
+            raise ValueError(f"prompt has {len(self.prompt_ids)} ids, the operating point needs {point.prefill_tokens}")
+        self.eos_id = int(eos_id)
+        param = model.language_model.model.embed_tokens.weight
+        self.device, self.dtype = param.device, param.dtype
+        self.stable = min(int(stable_prefix_tokens), point.prefill_tokens)
+        self.window = int(window_tokens)
+        self.interval = max(1, int(trim_interval_tokens))
+        if self.window < point.prefill_tokens + 1:
+            raise ValueError(
+                f"rolling window of {self.window} tokens cannot hold the {point.prefill_tokens}-token prompt plus one step"
+            )
+        if self.interval > self.window - self.stable - 1:
+            self.interval = max(1, self.window - self.stable - 1)
+        acfg = model.config.audio
+        self.sliding = int(acfg.sliding_window)
+        prefill_frames = point.prefill_tokens * point.frame_len
+        cap = tower_capacity or min(int(acfg.max_position_embeddings), self.sliding - 1 + max(256, prefill_frames))
+        if cap < prefill_frames or cap < self.sliding - 1 + point.frame_len:
+            raise ValueError(
+                f"audio-tower cache of {cap} positions is too small for the prompt ({prefill_frames} frames) "
+                f"and the sliding window ({self.sliding})"
+            )
+        self.tower_capacity = int(cap)
+        self.t_cond = model.t_cond(point.num_delay_tokens, point.frame_len_index)
+
+    # -- state ---------------------------------------------------------------------------------
+    def new_state(self, vad_threshold: float, vad_hysteresis: float) -> Audio8State:
+        """A fresh session: the left pad of zeros queued, empty caches."""
+        acfg, tcfg = self.model.config.audio, self.model.config.text
+        tower = KVStore(int(acfg.num_hidden_layers), int(acfg.num_attention_heads), int(acfg.head_dim),
+                        self.tower_capacity, self.device, self.dtype)
+        head_dim = int(getattr(tcfg, "head_dim", None) or tcfg.hidden_size // tcfg.num_attention_heads)
+        decoder = KVStore(int(tcfg.num_hidden_layers), int(tcfg.num_key_value_heads), head_dim, self.window,
+                          self.device, self.dtype)
+        ledger = torch.zeros(self.window, int(tcfg.hidden_size), device=self.device, dtype=self.dtype)
+        pad = np.zeros(self.point.left_pad_tokens * self.point.samples_per_token, dtype=np.float32)
+        return Audio8State(audio=pad, audio_base=0, tower=tower, decoder=decoder, ledger=ledger,
+                           vad=TurnHysteresis(vad_threshold, vad_hysteresis))
+
+    def push_audio(self, state: Audio8State, chunk: np.ndarray | None, last: bool) -> None:
+        """Queue one chunk (``[samples_per_token] float32``) and, on the final row, the silence
+        the remaining windows need (delay + 1 clock steps and the look-ahead)."""
+        if chunk is not None:
+            state.audio = np.concatenate([state.audio, np.asarray(chunk, dtype=np.float32)])
+            state.chunks += 1
+        if last and not state.ending:
+            state.ending = True
+            if state.chunks:
+                _, end, _ = window_bounds(self.point, state.chunks - 1)
+                missing = end - (state.audio_base + len(state.audio))
+                if missing > 0:
+                    state.audio = np.concatenate([state.audio, np.zeros(missing, dtype=np.float32)])
+
+    # -- the step -------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def run(self, states: Sequence[Audio8State]) -> list[list[TokenOut]]:
+        """Decode every window that is ready in each session, batching rows per clock step.
+
+        Returns:
+            Per state, the tokens decoded in this call, in order.
+        """
+        outs: list[list[TokenOut]] = [[] for _ in states]
+        while True:
+            ready = [i for i, s in enumerate(states) if s.windows_done < s.window_target(self.point)]
+            if not ready:
+                return outs
+            first = [i for i in ready if states[i].windows_done == 0]
+            rest = [i for i in ready if states[i].windows_done > 0]
+            for i in first:  # the prompt prefill has its own width: one row at a time
+                outs[i] += self._advance([states[i]])
+            if rest:
+                for i, tok in zip(rest, self._advance([states[i] for i in rest])):
+                    outs[i].append(tok)
+
+    def _advance(self, states: list[Audio8State]) -> list[TokenOut]:
+        """One window for each of ``states`` (all at k == 0 alone, or all at k >= 1)."""
+        p = self.point
+        k0 = states[0].windows_done
+        n_tok = p.prefill_tokens if k0 == 0 else 1
+        windows = []
+        for s in states:
+            start, end, n = window_bounds(p, s.windows_done)
+            if n != n_tok:
+                raise RuntimeError("prompt and steady windows cannot share one call")
+            a, b = start - s.audio_base, end - s.audio_base
+            if a < 0 or b > len(s.audio):
+                raise RuntimeError(f"audio window [{start}, {end}) is not buffered (have {s.audio_base}+{len(s.audio)})")
+            windows.append(s.audio[a:b])
+        mel = log_mel(self.fe, windows).to(self.device, self.dtype)
+        n_frames = n_tok * p.frame_len
+        frames = self.model.conv_frames(mel)
+        if frames.shape[1] < n_frames:
+            raise RuntimeError(f"front end gave {frames.shape[1]} frames, the step needs {n_frames}")
+        frames = frames[:, -n_frames:]
+
+        # audio tower with each session's cache (re-based before positions leave the buffer)
+        for s in states:
+            if s.tower.length + n_frames > s.tower.capacity:
+                keep = min(s.tower.length, self.sliding - 1)
+                shift = s.tower.length - keep
+                s.tower.drop_front(shift)
+                s.tower.rotate(shift, self.model.audio_tower.rotary_emb)
+                s.tower_rebases += 1
+        tcache = BatchedKV([s.tower for s in states], n_frames)
+        hidden = self.model.tower(frames, tcache.positions(self.device), tcache.mask(self.device, self.sliding), tcache)
+        tcache.commit()
+        audio_embeds = self.model.multi_modal_projector(hidden, p.frame_len)  # [B, n_tok, H]
+
+        if k0 == 0:
+            ids = torch.tensor([self.prompt_ids] * len(states), device=self.device)
+        else:
+            ids = torch.tensor([[s.last_token] for s in states], device=self.device)
+        fused = self.model.embed_tokens(ids) + audio_embeds.to(self.dtype)
+
+        # decoder: rows that overflow the rolling window are trimmed and re-prefilled alone
+        last_hidden: list[torch.Tensor | None] = [None] * len(states)
+        plain = []
+        for b, s in enumerate(states):
+            if s.decoder.length + n_tok > self.window:
+                last_hidden[b] = self._trim_and_prefill(s, fused[b])
+            else:
+                plain.append(b)
+        if plain:
+            stores = [states[b].decoder for b in plain]
+            dcache = BatchedKV(stores, n_tok)
+            for b in plain:
+                s = states[b]
+                s.ledger[s.decoder.length : s.decoder.length + n_tok] = fused[b]
+            mask = None if (len(plain) == 1 and n_tok == 1) else dcache.mask(self.device)
+            h = self.model.decoder(fused[plain], dcache.positions(self.device), mask, dcache, self.t_cond)
+            dcache.commit()
+            for j, b in enumerate(plain):
+                last_hidden[b] = h[j, -1]
+        hl = torch.stack([h for h in last_hidden if h is not None])  # [B, H]
+        logits = self.model.logits(hl)
+        logits[:, self.eos_id] = float("-inf")
+        tokens = logits.argmax(dim=-1).tolist()
+        vad = self.model.vad_probabilities(hl)
+        eot = vad[..., 0].tolist() if vad is not None else [[] for _ in states]
+
+        out = []
+        for b, s in enumerate(states):
+            step = s.windows_done
+            s.windows_done += 1
+            s.last_token = int(tokens[b])
+            out.append(TokenOut(step, int(tokens[b]), tuple(float(e) for e in eot[b])))
+            # the next window starts 52.5 ms before its clock step: drop older samples
+            nxt, _, _ = window_bounds(p, s.windows_done)
+            cut = nxt - s.audio_base
+            if cut > 0:
+                s.audio = s.audio[cut:].copy()
+                s.audio_base = nxt
+        return out
+
+    def _trim_and_prefill(self, s: Audio8State, new: torch.Tensor) -> torch.Tensor:
+        """Drop whole clock steps after the stable prefix and rebuild the decoder cache from the
+        kept fused inputs plus ``new`` (``[T, H]``) at positions ``0..``; returns the last hidden state."""
+        length = s.decoder.length
+        overflow = length + new.shape[0] - self.window
+        count = min(overflow + self.interval - 1, length - self.stable)
+        kept = torch.cat([s.ledger[: self.stable], s.ledger[self.stable + count : length], new])
+        s.ledger[: kept.shape[0]] = kept
+        s.decoder.length = 0
+        cache = BatchedKV([s.decoder], kept.shape[0])
+        h = self.model.decoder(kept[None], cache.positions(self.device), None, cache, self.t_cond)
+        cache.commit()
+        s.trims += 1
+        return h[0, -1]

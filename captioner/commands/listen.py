@@ -1,0 +1,223 @@
+"""``captioner listen``: headless live captions of the microphone and/or system audio.
+
+Prints text as it is decoded, labelled by source, writes the transcript at the end
+(txt, srt, vtt or json, through ``captioner.transcript.writers``) and, while running,
+appends every final text and turn to the autosave journal (``captioner.transcript``;
+fsynced at once) so a crash loses nothing. ``--duration`` stops
+after that many seconds; Ctrl-C stops cleanly and flushes the last words.
+
+Examples::
+
+    captioner listen --system --duration 10
+    captioner listen --mic --system -o meeting.srt --format srt
+    captioner listen --mic "USB" --system alsa_output.pci-0000_00_1f.3.analog-stereo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from captioner.asr.base import BackendError
+from captioner.asr.geometry import GeometryError
+from captioner.commands.backend_options import add_backend_arguments, check_backend_arguments, open_backend
+from captioner.events import Event, Notice, TextDelta
+from captioner.transcript.live import LiveTranscript
+from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``listen`` on the CLI."""
+    p = subparsers.add_parser(
+        "listen",
+        help="caption the microphone and/or system audio live, without the GUI",
+        description="Caption live audio in the terminal. Without --mic/--system/--file the default microphone "
+        "is used. See `captioner devices` for names.",
+    )
+    p.add_argument("--mic", nargs="?", const="", default=None, metavar="DEVICE",
+                   help="caption a microphone (default one, or a name/part of a name/index)")
+    p.add_argument("--system", nargs="?", const="", default=None, metavar="SOURCE",
+                   help="caption system audio (default output's monitor, or a monitor/sink name)")
+    p.add_argument("--file", action="append", default=[], metavar="PATH",
+                   help="caption an audio file as if it were live (repeatable; for demos and tests)")
+    p.add_argument("--fast", action="store_true", help="with --file: decode as fast as possible, not in real time")
+    p.add_argument("--mic-label", default="You", help="label of the microphone's text (default: You)")
+    p.add_argument("--system-label", default="Meeting", help="label of the system audio's text (default: Meeting)")
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this many seconds")
+    add_backend_arguments(p)
+    p.add_argument("--format", choices=FORMATS, default=None, help="transcript format (default: from -o, else txt)")
+    p.add_argument("-o", "--output", default=None, metavar="OUT", help="write the transcript here at the end")
+    p.add_argument("--journal-dir", default=None, metavar="DIR",
+                   help="folder of the autosave journal (default: the user data folder, see README)")
+    p.add_argument("--no-partials", action="store_true", help="print final text only")
+    return p
+
+
+@dataclass
+class _Collector:
+    """Prints the event stream live and feeds the transcript + journal (``LiveTranscript``)."""
+
+    out: TextIO
+    err: TextIO
+    live: LiveTranscript
+    partials: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
+    _partial_shown: bool = False
+
+    def __call__(self, ev: Event) -> None:
+        with self.lock:
+            self._notice(self.live.add(ev))
+            if isinstance(ev, TextDelta):
+                self._delta(ev)
+            elif isinstance(ev, Notice) and ev.code != "stopped":
+                if ev.severity == "error":
+                    self.failures.append(ev)
+                self._clear_partial()
+                print(f"[{ev.source or 'captioner'}] {ev.severity}: {ev.message}", file=self.err, flush=True)
+
+    def _delta(self, ev: TextDelta) -> None:
+        if not ev.final:
+            if self.partials and self.out.isatty():
+                self._clear_partial()
+                if ev.text:
+                    width = shutil.get_terminal_size((80, 24)).columns - 1
+                    line = f"[{ev.source}] {ev.text}"
+                    self.out.write(line if len(line) <= width else line[: width - 3] + "...")
+                    self.out.flush()
+                    self._partial_shown = True
+            return
+        if not ev.text.strip():
+            return
+        self._clear_partial()
+        print(f"[{ev.source}] {ev.text.strip()}", file=self.out, flush=True)
+
+    def _notice(self, notice: Notice | None) -> None:
+        if notice is not None:
+            self._clear_partial()
+            print(f"captioner: {notice.severity}: {notice.message}", file=self.err, flush=True)
+
+    def _clear_partial(self) -> None:
+        if self._partial_shown:
+            self.out.write("\r\x1b[2K")
+            self._partial_shown = False
+
+    def finish(self) -> None:
+        """Close open segments and the journal; clear a partial line on the terminal."""
+        with self.lock:
+            self._notice(self.live.close())
+            self._clear_partial()
+
+
+def _load_backend(args: argparse.Namespace) -> Any:
+    return open_backend(args)
+
+
+def _build_sources(args: argparse.Namespace, rate: int) -> list:
+    from captioner.audio.filesource import FileSource
+    from captioner.audio.microphone import MicrophoneSource
+    from captioner.audio.system import open_system_audio
+
+    sources = []
+    use_mic = args.mic is not None or (args.system is None and not args.file)
+    if use_mic:
+        sources.append(MicrophoneSource(args.mic or None, label=args.mic_label, target_rate=rate))
+    if args.system is not None:
+        sources.append(open_system_audio(args.system or None, label=args.system_label, target_rate=rate))
+    for path in args.file:
+        label = os.path.basename(path)
+        while label in {s.label for s in sources}:
+            label += "'"
+        sources.append(FileSource(path, label=label, realtime=not args.fast, target_rate=rate))
+    return sources
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Caption until ``--duration`` passes, every file ends, or Ctrl-C; then write the transcript.
+
+    Returns:
+        0 on success, 1 when a device, the backend or the output file failed, 2 for
+        bad arguments.
+    """
+    from captioner.audio.source import SourceError
+    from captioner.engine.live import LiveCaptioner
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    fmt = args.format or _format_from_path(args.output) or "txt"
+    if args.duration is not None and args.duration <= 0:
+        print("error: --duration must be > 0 seconds", file=err)
+        return 2
+    usage = check_backend_arguments(args)
+    if usage:
+        print(f"error: {usage}", file=err)
+        return 2
+    try:
+        backend = _load_backend(args)
+        sources = _build_sources(args, backend.sample_rate)
+    except GeometryError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    except (BackendError, SourceError, ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    transcript, notice = LiveTranscript.start(
+        args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
+    )
+    collector = _Collector(out, err, transcript, partials=not args.no_partials)
+    collector._notice(notice)
+    if transcript.journal is not None:
+        print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+    try:
+        live = LiveCaptioner(backend, sources, collector)
+        live.start()
+    except (SourceError, ValueError) as exc:
+        collector.finish()
+        print(f"error: {exc}", file=err)
+        return 1
+    labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
+    print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
+    deadline = time.monotonic() + args.duration if args.duration else None
+    try:
+        while live.is_running:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            live.wait(0.2 if left is None else min(0.2, left))
+    except KeyboardInterrupt:
+        print("stopping: flushing the last words...", file=err, flush=True)
+    finally:
+        try:
+            live.stop(drain=True)
+        except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
+            live.stop(drain=False)
+        collector.finish()
+    stats = live.source_stats()
+    for label, st in stats.items():
+        if st.overflows or st.dropped_blocks:
+            print(f"[{label}] warning: {st.overflows} device overflows, {st.dropped_s:.1f} s dropped", file=err)
+    result = transcript.transcript
+    if args.output:
+        try:
+            write_transcript(result, args.output, fmt)
+        except TranscriptWriteError as exc:
+            print(f"error: {exc}", file=err)
+            return 1
+        print(f"transcript written to {args.output} ({len(result.segments)} segments, {fmt})", file=err)
+    elif args.format:
+        out.write(format_transcript(result, fmt))
+    return 1 if collector.failures else 0
+
+
+def _format_from_path(path: str | None) -> str | None:
+    if not path:
+        return None
+    ext = os.path.splitext(path)[1].lower().lstrip(".")
+    return ext if ext in FORMATS else None

@@ -1,0 +1,414 @@
+"""Live captioning: audio sources -> one streaming session each -> events, on one thread.
+
+:class:`LiveCaptioner` owns a set of :class:`~captioner.audio.source.AudioSource`
+objects (microphone "You", system audio "Meeting", files) and one
+:class:`~captioner.engine.session.StreamingSession` per source, all on one shared
+backend. Its thread pulls every queued block from every source, feeds them with
+:func:`~captioner.engine.session.feed_many` (so the sources share model calls, up
+to the backend's ``B`` rows per call), and hands every event to ``on_event``:
+
+* :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities``
+  from the sessions, labelled with the source's current label;
+* :class:`~captioner.events.Level` per source, about 20 per second;
+* :class:`~captioner.events.Stats` per source about once a second (backlog =
+  audio queued at the source + audio waiting in the session; dropped seconds and
+  device overflows, never silent);
+* :class:`~captioner.events.Notice` for a lost device (``device_lost``), dropped
+  audio (``dropped``), a backend failure (``backend_error``), a finished file
+  (``source_ended``) and, as the very last event of every run, ``stopped``.
+
+Two threads keep capture independent of decoding speed: the *capture* thread
+reads every source (about every 10-20 ms: conversion, levels, watchdog) into a
+per-source pending queue, and the *decode* thread feeds what is pending to the
+sessions. A slow model therefore never delays level meters, device-loss detection
+or the capture queues; its lag shows up as ``Stats.backlog_s``, and past
+``max_backlog_s`` new audio is dropped with a ``dropped`` notice (never silently;
+stream time then counts decoded audio only).
+
+A lost device stops only its own source: its session is ended so its last words
+appear, every word already decoded is kept, and the other sources go on. When no
+source is left, the run ends by itself. ``stop(drain=True)`` stops capture,
+decodes what was still queued and ends every session so the last words appear.
+
+Stream times continue across runs: a second :meth:`LiveCaptioner.start` shifts
+event times by the stream time already captured, so a transcript (and its SRT/VTT
+cue times) stays monotonic after a device loss and restart.
+
+This module is Qt-free; the UI wraps it in a Qt worker and turns ``on_event``
+calls (made on this class's threads, one at a time) into signals.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from captioner.asr.base import Backend
+from captioner.audio.levels import LevelMeter
+from captioner.audio.source import AudioSource, SourceError, SourceStats
+from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
+from captioner.engine.session import StreamingSession, feed_many
+from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _Lane:
+    """One source with its session, meter and the audio waiting for the decoder."""
+
+    source: AudioSource
+    session: StreamingSession
+    meter: LevelMeter
+    pending: collections.deque = dataclasses.field(default_factory=collections.deque)
+    pushed: int = 0  # samples queued by the capture thread (only it writes this)
+    popped: int = 0  # samples taken by the decode thread (only it writes this)
+    dropped: int = 0  # samples dropped because the backlog was full (capture thread)
+    drops: int = 0  # how many times that happened
+    capture_done: bool = False  # capture thread: no more audio will come
+    end_notice: Notice | None = None  # why capture ended (device lost, file ended)
+    ended: bool = False  # decode thread: session ended
+    drops_reported: int = 0
+
+    @property
+    def pending_samples(self) -> int:
+        return self.pushed - self.popped
+
+
+class LiveCaptioner:
+    """Runs sources through one shared backend on two background threads.
+
+    Args:
+        backend: the loaded model (shared by every source's session).
+        sources: sources with distinct labels, not started; their ``target_rate``
+            must equal ``backend.sample_rate``.
+        on_event: called with every event, from the captioner's threads but never
+            concurrently; it must return quickly (queue or emit a signal).
+            Exceptions it raises are logged and ignored.
+        watchdog_s: seconds without a device callback that count as a lost device.
+        startup_s: seconds a device may take to deliver its first callback.
+        stats_interval_s: seconds between Stats events per source.
+        level_interval_s: window of a Level event (0.05 s -> 20 per second).
+        max_backlog_s: most seconds of captured audio waiting for the decoder per
+            source; beyond it new audio is dropped and reported.
+        poll_s: longest sleep of the capture thread when no audio arrives (s);
+            sources wake it earlier as soon as they queue audio.
+        clock: monotonic clock (s), shared with the sources' watchdog times.
+
+    Raises:
+        ValueError: no sources, duplicate labels, or a rate mismatch.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        sources: Sequence[AudioSource],
+        on_event: Callable[[Event], None],
+        *,
+        watchdog_s: float = DEFAULT_TIMEOUT_S,
+        startup_s: float = DEFAULT_STARTUP_S,
+        stats_interval_s: float = 1.0,
+        level_interval_s: float = 0.05,
+        max_backlog_s: float = 30.0,
+        poll_s: float = 0.02,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not sources:
+            raise ValueError("LiveCaptioner needs at least one source")
+        labels = [s.label for s in sources]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"source labels must differ, got {labels}; rename one")
+        for s in sources:
+            if s.target_rate != backend.sample_rate:
+                raise ValueError(
+                    f"source {s.label!r} delivers {s.target_rate} Hz but backend {backend.name!r} "
+                    f"takes {backend.sample_rate} Hz"
+                )
+        if max_backlog_s <= 0:
+            raise ValueError(f"max_backlog_s must be > 0, got {max_backlog_s}")
+        self.backend = backend
+        self.sources = list(sources)
+        self.on_event = on_event
+        self.watchdog = Watchdog(watchdog_s, startup_s)
+        self.stats_interval_s = float(stats_interval_s)
+        self.level_interval_s = float(level_interval_s)
+        self.max_backlog_s = float(max_backlog_s)
+        self.poll_s = float(poll_s)
+        self.clock = clock
+        self.time_offset = 0.0
+        self._lanes: list[_Lane] = []
+        self._threads: list[threading.Thread] = []
+        self._halt = threading.Event()
+        self._wakeup = threading.Event()  # capture thread: a source queued audio
+        self._decode_wakeup = threading.Event()  # decode thread: audio is pending
+        self._emit_lock = threading.RLock()
+        self._drain = True
+        self._done = threading.Event()
+        self._done.set()
+        self._run_end = 0.0
+
+    # -- public API ------------------------------------------------------------------------------
+    @property
+    def is_running(self) -> bool:
+        """True from :meth:`start` until the run has ended (stopped, or every source gone)."""
+        return not self._done.is_set()
+
+    def start(self) -> None:
+        """Start every source and the capture and decode threads.
+
+        Raises:
+            RuntimeError: already running.
+            SourceError: a source cannot be opened; sources already started are
+                stopped again and nothing runs.
+        """
+        if self.is_running:
+            raise RuntimeError("LiveCaptioner is already running; stop() it first")
+        self.time_offset += self._run_end
+        self._run_end = 0.0
+        started: list[AudioSource] = []
+        try:
+            for s in self.sources:
+                s.wakeup = self._wakeup
+                s.start()
+                started.append(s)
+        except SourceError:
+            for s in started:
+                s.stop()
+            raise
+        self._lanes = [
+            _Lane(s, StreamingSession(self.backend, s.label), LevelMeter(s.label, s.target_rate, self.level_interval_s))
+            for s in self.sources
+        ]
+        self._halt.clear()
+        self._drain = True
+        self._done.clear()
+        capture = threading.Thread(target=self._capture_loop, name="captioner-capture", daemon=True)
+        decode = threading.Thread(target=self._decode_loop, args=(capture,), name="captioner-decode", daemon=True)
+        self._threads = [capture, decode]
+        capture.start()
+        decode.start()
+
+    def stop(self, drain: bool = True, timeout: float | None = None) -> bool:
+        """Stop capture and end every session so the last words appear.
+
+        Args:
+            drain: decode the audio already captured first (True), or discard it
+                (False; the sessions are still ended, flushing what they hold).
+            timeout: seconds to wait for the threads (None = until done).
+
+        Returns:
+            True when the run has ended.
+        """
+        self._drain = drain
+        self._halt.set()
+        self._wakeup.set()
+        self._decode_wakeup.set()
+        return self.wait(timeout)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run ends by itself or by :meth:`stop`; True when it has."""
+        return self._done.wait(timeout)
+
+    def backlog_s(self) -> float:
+        """Seconds of captured audio not yet decoded, worst source (queues + session)."""
+        return max((self._backlog(lane) for lane in self._lanes), default=0.0)
+
+    def source_stats(self) -> dict[str, SourceStats]:
+        """Capture counters per source label (latency, overflows, drops at the device queue)."""
+        return {lane.source.label: lane.source.stats() for lane in self._lanes}
+
+    # -- capture thread -------------------------------------------------------------------------------
+    def _capture_loop(self) -> None:
+        try:
+            while True:
+                lanes = [lane for lane in self._lanes if not lane.capture_done]
+                if not lanes:
+                    break
+                self._wakeup.clear()
+                halt = self._halt.is_set()
+                got = False
+                for lane in lanes:
+                    got |= self._capture(lane, halt)
+                self._decode_wakeup.set()
+                if not got and not halt:
+                    self._wakeup.wait(self._sleep_s(lanes))
+        except Exception:  # noqa: BLE001 - must never leave the decoder waiting forever
+            log.exception("audio capture failed")
+            for lane in self._lanes:
+                lane.source.stop()
+                lane.capture_done = True
+        finally:
+            self._decode_wakeup.set()
+
+    def _capture(self, lane: _Lane, halt: bool) -> bool:
+        src = lane.source
+        final = halt or src.finished or not src.is_running
+        if halt:
+            src.stop()
+        elif not final:
+            message = self.watchdog.check(src, self.clock())
+            if message:
+                src.stop()
+                lane.end_notice = Notice(message, "error", "device_lost", src.label)
+                final = True
+        if final and lane.end_notice is None and src.finished:
+            lane.end_notice = Notice(f"{src.description} has ended.", "info", "source_ended", src.label)
+        block = src.read(flush=final)
+        if block is not None:
+            lane.meter.source = src.label
+            for level in lane.meter.feed(block.samples):
+                self._emit(level)
+            self._enqueue(lane, block.samples)
+        if final:
+            lane.capture_done = True
+        return block is not None
+
+    def _enqueue(self, lane: _Lane, samples) -> None:
+        room = int(self.max_backlog_s * lane.source.target_rate) - lane.pending_samples
+        if len(samples) > room:  # keep what fits, drop (and count) the rest
+            lane.dropped += len(samples) - max(0, room)
+            lane.drops += 1
+            samples = samples[: max(0, room)]
+        if len(samples):
+            lane.pending.append(samples)
+            lane.pushed += len(samples)
+
+    # -- decode thread ----------------------------------------------------------------------------------
+    def _decode_loop(self, capture: threading.Thread) -> None:
+        next_stats = self.clock() + self.stats_interval_s
+        try:
+            while True:
+                lanes = [lane for lane in self._lanes if not lane.ended]
+                if not lanes:
+                    break
+                self._decode_wakeup.clear()
+                if self._halt.is_set() and not self._drain:
+                    for lane in lanes:
+                        self._take(lane)  # discard what was captured but not decoded
+                rows = [(lane.session, x) for lane in lanes if (x := self._take(lane)) is not None]
+                if rows:
+                    self._emit_all(feed_many(rows))
+                finishing = [lane for lane in lanes if lane.capture_done and not lane.pending]
+                if finishing:
+                    self._end_lanes(finishing)
+                now = self.clock()
+                if now >= next_stats:
+                    next_stats = now + self.stats_interval_s
+                    self._emit_stats()
+                if not rows and not finishing:
+                    self._decode_wakeup.wait(self.stats_interval_s)
+        except Exception as exc:  # noqa: BLE001 - a backend failure must not end silently
+            log.exception("live captioning failed")
+            self._emit(Notice(f"Captioning stopped: {exc}. Text so far is kept.", "error", "backend_error"))
+            self._halt.set()
+            self._wakeup.set()
+        finally:
+            capture.join()
+            for lane in self._lanes:
+                lane.source.stop()
+            self._run_end = max(
+                [lane.session.stream_time for lane in self._lanes] + [self._source_time(lane) for lane in self._lanes],
+                default=0.0,
+            )
+            self._emit(Notice("Captioning stopped.", "info", "stopped"))
+            self._done.set()
+
+    def _take(self, lane: _Lane):
+        parts = []
+        while True:
+            try:
+                parts.append(lane.pending.popleft())
+            except IndexError:
+                break
+        if not parts:
+            return None
+        x = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        lane.popped += len(x)
+        return x
+
+    def _end_lanes(self, lanes: list[_Lane]) -> None:
+        for lane in lanes:
+            lane.ended = True
+        before = {id(lane): lane.session.stats() for lane in lanes}  # end() resets the sessions
+        self._emit_all(feed_many([(lane.session, None) for lane in lanes], end=True))
+        for lane in lanes:
+            if lane.end_notice is not None:
+                self._emit(lane.end_notice)
+        self._emit_stats(lanes, before)
+
+    # -- events -------------------------------------------------------------------------------------------
+    def _emit_stats(self, lanes: list[_Lane] | None = None, ended: dict | None = None) -> None:
+        for lane in lanes or [lane for lane in self._lanes if not lane.ended]:
+            st = lane.source.stats()
+            ss = ended[id(lane)] if ended else lane.session.stats()
+            rate = lane.source.target_rate
+            dropped_s = st.dropped_s + lane.dropped / rate
+            self._emit(
+                Stats(
+                    step_ms=ss.step_ms,
+                    rtf=ss.rtf,
+                    backlog_s=0.0 if ended else self._backlog(lane),
+                    audio_s=ss.audio_s,
+                    dropped_s=dropped_s,
+                    overflows=st.overflows,
+                    nonfinite_samples=ss.nonfinite_samples,
+                    source=lane.source.label,
+                )
+            )
+            drops = st.dropped_blocks + lane.drops
+            if drops > lane.drops_reported:
+                lane.drops_reported = drops
+                self._emit(
+                    Notice(
+                        f"{dropped_s:.1f} s of {lane.source.label} audio were dropped because decoding fell "
+                        f"{self.max_backlog_s:g} s behind; choose a faster model or fewer sources.",
+                        "warning",
+                        "dropped",
+                        lane.source.label,
+                    )
+                )
+
+    def _emit_all(self, events: list[Event]) -> None:
+        for ev in events:
+            self._emit(ev)
+
+    def _emit(self, event: Event) -> None:
+        if self.time_offset:
+            event = _shift(event, self.time_offset)
+        with self._emit_lock:
+            try:
+                self.on_event(event)
+            except Exception:  # noqa: BLE001 - a broken consumer must not stop captioning
+                log.exception("on_event raised for %r", event)
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    def _backlog(self, lane: _Lane) -> float:
+        rate = lane.session.sample_rate
+        return lane.source.stats().queued_s + (lane.pending_samples + lane.session.pending_samples) / rate
+
+    @staticmethod
+    def _source_time(lane: _Lane) -> float:
+        return lane.source.stats().samples_out / lane.source.target_rate
+
+    def _sleep_s(self, lanes: list[_Lane]) -> float:
+        waits = [self.poll_s]
+        for lane in lanes:
+            due = getattr(lane.source, "seconds_until_due", None)
+            if due is not None:
+                waits.append(due())
+        return max(0.0, min(waits))
+
+
+def _shift(event: Event, offset: float) -> Event:
+    """``event`` with its stream times moved by ``offset`` seconds (continued runs)."""
+    if isinstance(event, TextDelta):
+        return dataclasses.replace(event, start=event.start + offset, end=event.end + offset)
+    if isinstance(event, (TurnBoundary, VadProbabilities)):
+        return dataclasses.replace(event, time=event.time + offset)
+    return event

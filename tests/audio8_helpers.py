@@ -1,0 +1,76 @@
+"""Shared helpers for the Audio8 tests: tiny checkpoint, test audio, an independent reference decode."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from captioner.asr.audio8.config import RIGHT_PAD_TEXT_TOKENS, OperatingPoint
+
+
+def make_audio(seconds: float, seed: int = 0, sr: int = 16000) -> np.ndarray:
+    """Bursts of tones and noise with pauses: ``[round(seconds * sr)] float32``."""
+    rng = np.random.default_rng(seed)
+    n = int(round(seconds * sr))
+    t = np.arange(n) / sr
+    freq = 200 + 150 * np.sin(2 * np.pi * 0.7 * t + seed)
+    gate = (np.sin(2 * np.pi * 0.9 * t + seed) > -0.2).astype(np.float32)
+    x = 0.4 * np.sin(2 * np.pi * freq * t) * gate + 0.05 * rng.standard_normal(n)
+    return x.astype(np.float32)
+
+
+def reference_tokens(ck, point: OperatingPoint, prompt: list[int], audio: np.ndarray) -> list[int]:
+    """Greedy decode of the same causal model over the same audio, computed in one pass per
+    stage and without any cache: the reference windows are rebuilt here from the reference
+    definition, the tower runs once over all frames with transformers' own sliding-window
+    mask, and every decoder step recomputes the whole prefix from scratch."""
+    model, fe = ck.model, ck.feature_extractor
+    spt, left, delay = point.samples_per_token, point.left_pad_tokens, point.num_delay_tokens
+    n = max(1, math.ceil(len(audio) / spt))
+    prefill = left + delay + 1
+    padded = np.zeros(n * spt, np.float32)
+    padded[: len(audio)] = audio
+    stream = np.concatenate([np.zeros(left * spt, np.float32), padded,
+                             np.zeros((delay + 1 + RIGHT_PAD_TEXT_TOKENS) * spt, np.float32)])
+    frames = []
+    start, end, k = 0, prefill * spt, 0
+    while end + 40 <= len(stream):
+        window = stream[max(start - 840, 0) : end + 40]
+        mel = fe(window[None], sampling_rate=16000, return_tensors="pt")["input_features"]
+        conv = model.conv_frames(mel.to(ck.dtype))
+        frames.append(conv[:, -((end - start) // spt) * point.frame_len :])
+        start, end, k = end, end + spt, k + 1
+    assert k == n + RIGHT_PAD_TEXT_TOKENS
+    with torch.inference_mode():
+        all_frames = torch.cat(frames, dim=1)
+        pos = torch.arange(all_frames.shape[1])[None]
+        tower = model.audio_tower(inputs_embeds=all_frames, position_ids=pos, use_cache=False).last_hidden_state
+        audio_embeds = model.multi_modal_projector(tower, point.frame_len)[0]  # [positions, H]
+        t_cond = model.t_cond(delay, point.frame_len_index)
+        ids = list(prompt)
+        out = []
+        for step in range(k):
+            length = prefill + step
+            fused = model.embed_tokens(torch.tensor([ids[:length]])) + audio_embeds[None, :length]
+            h = model.decoder(fused, torch.arange(length)[None], None, None, t_cond)
+            logits = model.logits(h[0, -1])
+            logits[ck.special.eos] = float("-inf")
+            tok = int(logits.argmax())
+            out.append(tok)
+            ids.append(tok)
+    return out
+
+
+def decode_stream(decoder, state, audio: np.ndarray, spt: int):
+    """Feed ``audio`` (padded to whole chunks) plus 10 flush chunks through a StreamingDecoder."""
+    n = max(1, math.ceil(len(audio) / spt))
+    padded = np.zeros((n + RIGHT_PAD_TEXT_TOKENS) * spt, np.float32)
+    padded[: len(audio)] = audio
+    toks = []
+    total = n + RIGHT_PAD_TEXT_TOKENS
+    for i in range(total):
+        decoder.push_audio(state, padded[i * spt : (i + 1) * spt], i == total - 1)
+        toks += decoder.run([state])[0]
+    return toks
