@@ -1,1 +1,12 @@
-"""captioner.ui"""
+"""captioner.ui: the desktop app (PySide6). No torch/TensorFlow imports here.
+
+- ``app``: :func:`run_gui` (``captioner`` with no arguments) and ``CaptionerApp``.
+- ``main_window``: sources, model, Start/Stop, transcript, stats, Save.
+- ``overlay``: ``CaptionOverlay``, the always-on-top caption window.
+- ``caption_model``: Qt-free caption lines (finals, partial tails, turns).
+- ``recorder``: transcript + journal + autosave for the window (through captioner.transcript).
+- ``settings``: every QSettings key, typed, in one place; ``settings_dialog`` edits them.
+- ``tray``, ``level_meter``, ``messages``: tray icon, input meters, non-modal messages.
+
+The engine thread is :mod:`captioner.engine.qt_worker` (QtCore only).
+"""

@@ -9,6 +9,7 @@ from typing import Callable
 from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtWidgets import QApplication
 
+from captioner.engine.qt_worker import EngineController
 from captioner.ui.main_window import MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
@@ -21,16 +22,17 @@ class CaptionerApp:
 
     Args:
         settings: typed settings (default: the user's QSettings store).
+        controller: the engine handle (default: a real engine on its own thread).
 
     Attributes:
         overlay, window, tray: the parts, for tests and scripts.
     """
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, controller: EngineController | None = None) -> None:
         self.settings = settings or Settings()
         self.overlay = CaptionOverlay(self.settings)
         self.overlay.restore_geometry()
-        self.window = MainWindow(self.settings, self.overlay)
+        self.window = MainWindow(self.settings, self.overlay, controller)
         self.window.setWindowIcon(app_icon())
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)

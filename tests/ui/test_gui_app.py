@@ -66,3 +66,27 @@ def test_run_gui_opens_the_window_and_returns_zero(qtbot, settings):
     QTimer.singleShot(0, close_main_window)
     assert run_gui([], settings=settings) == 0
     assert len(seen) == 1 and seen[0].windowTitle() == "captioner"
+
+
+def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_path):
+    from ui_fakes import fake_factories, speech
+
+    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.transcript import find_unfinished
+
+    words = ["alpha", "bravo", "charlie", "delta"]
+    wav = tmp_path / "talk.wav"
+    wav.write_bytes(b"fake")
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(wav))
+    bf, sf, pf, record = fake_factories({"talk.wav": speech(words, gap_chunks=0)})
+    app = CaptionerApp(settings, EngineController(EngineWorker(bf, sf, pf)))
+    qtbot.addWidget(app.window)
+    qtbot.addWidget(app.overlay)
+    app.show()
+    app.window.start()
+    qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][0].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: app.window.engine_state == "running", timeout=5000)
+    app.shutdown()  # what quitting does: drain, deliver the last events, close the journal
+    assert app.window.recorder.transcript.text().split() == words
+    assert find_unfinished() == []  # the journal was closed cleanly

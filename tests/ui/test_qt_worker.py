@@ -34,7 +34,7 @@ def test_stop_flushes_the_last_words(qtbot, cleanup):
     config = EngineConfig(sources=(SourceSpec("file", "Meeting"),))
     with qtbot.waitSignal(ctl.started, timeout=5000):
         ctl.start(config)
-    qtbot.waitUntil(lambda: record["pipelines"] and record["pipelines"][0].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][0].fed_all.is_set(), timeout=5000)
     # the model holds the last DELAY words back until the flush
     qtbot.waitUntil(lambda: any(isinstance(e, TextDelta) and e.final for e in events), timeout=5000)
     text_before = "".join(e.text for e in events if isinstance(e, TextDelta) and e.final)
