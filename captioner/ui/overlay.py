@@ -208,7 +208,15 @@ class CaptionOverlay(QWidget):
         self.set_click_through(bool(get(Keys.OVERLAY_CLICK_THROUGH)), persist=False)
         self._layout_rev = -1
         self.setMinimumHeight(int(self._line_height() + 2 * MARGIN))
+        if self.height() != self.preferred_height():
+            self.fit_height()
         self.update()
+
+    def fit_height(self) -> None:
+        """Resize to :meth:`preferred_height`, keeping the bottom edge (captions grow upwards)."""
+        g = self.geometry()
+        h = self.preferred_height()
+        self.setGeometry(QRect(g.x(), g.y() + g.height() - h, g.width(), h))
 
     def _line_height(self) -> float:
         return QFontMetricsF(self.caption_font).lineSpacing()
@@ -229,7 +237,10 @@ class CaptionOverlay(QWidget):
         self.update()
 
     def visible_lines(self) -> list[VisualLine]:
-        """The visual lines currently shown, top to bottom (the overlay's text model)."""
+        """The visual lines currently shown, top to bottom (the overlay's text model).
+
+        At most :attr:`max_lines`, and no more than fit the current height.
+        """
         self._relayout()
         return list(self._visual)
 
@@ -287,7 +298,8 @@ class CaptionOverlay(QWidget):
                 cut = starts[len(starts) - self.max_lines - 1]
                 if len(line.shown_label) <= cut <= n_final:
                     trims.append((line, cut))
-        shown = collected[-self.max_lines :]
+        fit = max(1, int((self.height() - 2 * MARGIN + 1) // self._line_height()))
+        shown = collected[-min(self.max_lines, fit) :]
         visual = []
         for layout, i, line in shown:
             tl = layout.lineAt(i)
@@ -331,6 +343,14 @@ class CaptionOverlay(QWidget):
             painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 10, 10)
 
         lh = self._line_height()
+        if not self._shown and not self._click_through:
+            hint = QColor(self.partial_color)
+            hint.setAlphaF(0.7)
+            painter.setPen(hint)
+            painter.setFont(self.caption_font)
+            painter.drawText(QRectF(self.rect()).adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN),
+                             int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap),
+                             "Captions appear here. Drag to move, drag the edges to resize.")
         y0 = self.height() - MARGIN - lh * len(self._shown)
         stroke = QPen(self.outline_color, max(2.0, self.caption_font.pointSizeF() / 9.0))
         stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
@@ -448,14 +468,14 @@ class CaptionOverlay(QWidget):
     def moveEvent(self, event) -> None:  # noqa: N802
         """Remember the new position (debounced)."""
         super().moveEvent(event)
-        if not self._restoring:
+        if not self._restoring and self.isVisible():
             self._save_timer.start()
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         """Re-wrap for the new width and remember the size (debounced)."""
         super().resizeEvent(event)
         self._layout_rev = -1
-        if not self._restoring:
+        if not self._restoring and self.isVisible():
             self._save_timer.start()
 
     def current_screen(self) -> QScreen | None:

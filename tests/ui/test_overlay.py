@@ -200,3 +200,17 @@ def test_drag_moves_and_border_resizes(overlay, qtbot):
     QTest.mouseMove(overlay, edge + QPoint(-50, 0))
     QTest.mouseRelease(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, edge + QPoint(-50, 0))
     assert overlay.width() == moved.width() - 50 and overlay.x() == moved.x()
+
+
+def test_line_setting_resizes_keeping_the_bottom_edge(overlay, settings):
+    bottom = overlay.geometry().bottom()
+    settings.set(Keys.OVERLAY_LINES, 4)
+    overlay.apply_settings()
+    assert overlay.height() == overlay.preferred_height()
+    assert overlay.geometry().bottom() == bottom
+    for i in range(6):
+        overlay.apply_event(fin(f"turn {i}", t=float(i)))
+        overlay.apply_event(TurnBoundary(float(i) + 0.5, source="Meeting"))
+    assert [v.text for v in overlay.visible_lines()] == [f"Meeting: turn {i}" for i in range(2, 6)]
+    overlay.resize(overlay.width(), overlay.preferred_height() // 2)  # user made it smaller: show what fits
+    assert len(overlay.visible_lines()) < 4
