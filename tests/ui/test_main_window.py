@@ -209,3 +209,18 @@ def test_tray_reflects_engine_state(qtbot, settings):
         assert win.overlay_action in tray.menu.actions()
     finally:
         assert win.controller.shutdown(10000)
+
+
+def test_device_lost_notice_is_shown_and_text_is_kept(make_window, qtbot):
+    from captioner.events import Notice
+
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    before = win.transcript_view.toPlainText()
+    win._on_event(Notice("The microphone was disconnected. Plug it back in or choose another one, then press Start.",
+                         "error", "device_lost", "You"))
+    text, severity, code = win.messages.messages()[-1]
+    assert (severity, code) == ("error", "device_lost") and "Plug it back in" in text
+    assert win.transcript_view.toPlainText() == before and win.recorder.transcript.text().split() == WORDS
+    win._on_event(Notice("stopped", "info", "stopped"))  # the pipeline's end marker is not a message
+    assert win.messages.messages()[-1][2] == "device_lost"
