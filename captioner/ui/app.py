@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
 from typing import Callable
 
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
@@ -86,6 +87,13 @@ def _excepthook_for(app: CaptionerApp) -> Callable:
     return hook
 
 
+def threading_main() -> bool:
+    """True on the interpreter's main thread (only there may signal handlers be installed)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, autostart: bool = False) -> int:
     """Run the desktop app until it quits.
 
@@ -109,6 +117,15 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     app.aboutToQuit.connect(gui.shutdown)
     previous_hook = sys.excepthook
     sys.excepthook = _excepthook_for(gui)
+    # Ctrl+C / SIGTERM quit cleanly (drain, close the journal) instead of killing the transcript;
+    # a periodic no-op timer lets the interpreter run the Python signal handler during exec().
+    previous_signals = {}
+    if threading_main():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous_signals[sig] = signal.signal(sig, lambda *_: QTimer.singleShot(0, app.quit))
+    wake = QTimer()
+    wake.start(300)
+    wake.timeout.connect(lambda: None)
     try:
         gui.show()
         if autostart:
@@ -117,6 +134,9 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         gui.shutdown()  # no-op when aboutToQuit already ran it
         return code
     finally:
+        wake.stop()
+        for sig, handler in previous_signals.items():
+            signal.signal(sig, handler)
         sys.excepthook = previous_hook
         app.aboutToQuit.disconnect(gui.shutdown)
         app.setQuitOnLastWindowClosed(quit_on_last)
