@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
