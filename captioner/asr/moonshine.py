@@ -29,6 +29,9 @@ from captioner.events import Event, TextDelta, TurnBoundary
 
 #: Seconds between Moonshine re-decodes of the open line (its own default, 0.5 s).
 UPDATE_INTERVAL_S = 0.5
+#: Runtime options: speaker diarization is off (captioner labels text by *source*; the
+#: diarizer re-analyses audio on every pass and cost about a third of the decode time here).
+MOONSHINE_OPTIONS = {"identify_speakers": "false"}
 #: Samples per engine step: 100 ms at 16 kHz. Moonshine keeps its own audio buffer, so
 #: the chunk only sets how often the engine hands it audio (latency granularity).
 CHUNK_SAMPLES = 1600
@@ -103,7 +106,9 @@ class MoonshineBackend(Backend):
         if not path.is_dir():
             raise BackendError(f"Default model directory not found: {path}")
         try:
-            self._transcriber = Transcriber(str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S)
+            self._transcriber = Transcriber(
+                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=MOONSHINE_OPTIONS
+            )
         except Exception as exc:
             raise BackendError(
                 f"Could not load the default model from {path} ({exc}). "
