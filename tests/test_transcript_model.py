@@ -123,9 +123,9 @@ def test_turn_right_after_a_split_marks_that_segment():
     t = Transcript(sentence_chars=10)
     closed = t.add(final(" A complete sentence.", 0.0, 2.0))
     assert closed[0].boundary == "sentence" and not closed[0].turn_end
-    closed = t.add(TurnBoundary(2.5, "semantic_vad", 0.9, "You"))
-    assert closed[0].turn_end and closed[0].boundary == "semantic_vad"
-    assert t.segments[0].turn_end
+    assert t.add(TurnBoundary(2.5, "semantic_vad", 0.9, "You")) == []  # returned once only
+    assert t.segments[0].turn_end and t.segments[0].boundary == "semantic_vad"
+    assert len(t.segments) == 1
     assert t.add(TurnBoundary(3.0, "semantic_vad", 0.9, "You")) == []  # a second one changes nothing
     assert t.add(TurnBoundary(3.0, "semantic_vad", 0.9, "Nobody")) == []
 

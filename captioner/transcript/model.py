@@ -147,7 +147,9 @@ class Transcript:
 
         Returns:
             The segments this event closed (usually empty; one when a turn ends or
-            a long segment is split), for callers that render closed segments.
+            a long segment is split), for callers that render closed segments. Each
+            segment is returned once: a turn that ends right after a length/sentence
+            split only marks that segment ``turn_end`` in ``segments``.
         """
         if isinstance(event, TextDelta):
             return self._add_text(event)
@@ -208,11 +210,10 @@ class Transcript:
             return []
         for i, seg in enumerate(self._closed):
             if self._keys[i][1] == number:
-                if not seg.turn_end:
+                if not seg.turn_end:  # update in place: it was already returned once
                     self._closed[i] = Segment(
                         seg.source, seg.start, seg.end, seg.text, True, turn.kind or "turn"
                     )
-                    return [self._closed[i]]
                 break
         return []
 
