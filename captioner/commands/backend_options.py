@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import warnings
 
 from captioner.asr import BACKENDS, load_backend
@@ -18,8 +19,9 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     """The backend options shared by ``transcribe`` and ``listen``."""
     p.add_argument("--backend", choices=BACKENDS, default="default", help="ASR backend (default: embedded model)")
     p.add_argument("--model", help="Audio8 checkpoint directory, .tflite file, or ws:// URL of a remote server")
-    p.add_argument("--clock", type=int, default=80, help="audio clock in ms: 80, 120 or 160 (Audio8)")
-    p.add_argument("--delay", type=int, default=480, help="transcription delay in ms, a multiple of the clock (Audio8)")
+    p.add_argument("--clock", type=int, default=None, help="audio clock in ms: 80, 120 or 160 (Audio8; default 80)")
+    p.add_argument("--delay", type=int, default=None,
+                   help="transcription delay in ms, a multiple of the clock (Audio8; default 480)")
     p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
     p.add_argument("--device", default=None, help="Audio8: cuda, cuda:N, mps or cpu (default: automatic)")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None, help="Audio8: weight dtype")
@@ -29,8 +31,24 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    help="Audio8: end-of-turn probability that ends a turn (0-1, default 0.5)")
 
 
+#: Clock and delay used when the user gives none (model card: 80 ms clock, 480 ms delay).
+DEFAULT_CLOCK_MS = 80
+DEFAULT_DELAY_MS = 480
+#: Backends whose timing comes from the model itself; --clock/--delay do not apply.
+UNCLOCKED = ("default", "tflite")
+
+
 def check_backend_arguments(args: argparse.Namespace) -> str | None:
-    """Validate backend options before anything heavy loads; returns a usage message or None."""
+    """Validate backend options before anything heavy loads; returns a usage message or None.
+
+    Fills in the default clock/delay, and warns on stderr when ``--clock``/``--delay`` were
+    given to a backend that does not use them.
+    """
+    if args.backend in UNCLOCKED and (args.clock is not None or args.delay is not None):
+        print(f"captioner: warning: --clock/--delay do not apply to the {args.backend} backend "
+              "(its timing comes from the model); ignoring them", file=sys.stderr)
+    args.clock = DEFAULT_CLOCK_MS if args.clock is None else args.clock
+    args.delay = DEFAULT_DELAY_MS if args.delay is None else args.delay
     if args.backend in ("audio8", "tflite") and not args.model:
         return f"--backend {args.backend} needs --model"
     if args.model and args.backend in ("audio8", "tflite") and not os.path.exists(args.model):
@@ -46,6 +64,27 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
         return f"--vad-threshold must be between 0 and 1, got {args.vad_threshold}"
     if args.backend == "default" and args.language != "en":
         return "the default model is English-only; use --backend audio8 for Chinese"
+    return None
+
+
+def check_output_path(path: str | None) -> str | None:
+    """Check before decoding that ``-o PATH`` can be written; returns a usage message or None.
+
+    Catches a missing folder, a file where the folder should be, a folder given as the
+    output, and a read-only folder, so a long file is not decoded only to fail at the end.
+    """
+    if not path:
+        return None
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        return f"-o {path} is a folder; give a file name such as {os.path.join(path, 'transcript.srt')}"
+    if not os.path.exists(folder):
+        return f"cannot write {path}: the folder {folder} does not exist"
+    if not os.path.isdir(folder):
+        return f"cannot write {path}: {folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot write {path}: the folder {folder} is not writable; choose another folder"
     return None
 
 

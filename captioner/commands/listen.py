@@ -27,7 +27,12 @@ from typing import Any, TextIO
 
 from captioner.asr.base import BackendError
 from captioner.asr.geometry import GeometryError
-from captioner.commands.backend_options import add_backend_arguments, check_backend_arguments, open_backend
+from captioner.commands.backend_options import (
+    add_backend_arguments,
+    check_backend_arguments,
+    check_output_path,
+    open_backend,
+)
 from captioner.events import Event, Notice, TextDelta
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
@@ -153,20 +158,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err or sys.stderr
     fmt = args.format or _format_from_path(args.output) or "txt"
     if args.duration is not None and args.duration <= 0:
-        print("error: --duration must be > 0 seconds", file=err)
+        print("captioner: error: --duration must be > 0 seconds", file=err)
         return 2
-    usage = check_backend_arguments(args)
+    usage = check_backend_arguments(args) or check_output_path(args.output)
     if usage:
-        print(f"error: {usage}", file=err)
+        print(f"captioner: error: {usage}", file=err)
         return 2
     try:
         backend = _load_backend(args)
         sources = _build_sources(args, backend.sample_rate)
     except GeometryError as exc:
-        print(f"error: {exc}", file=err)
+        print(f"captioner: error: {exc}", file=err)
         return 2
     except (BackendError, SourceError, ValueError, ImportError) as exc:
-        print(f"error: {exc}", file=err)
+        print(f"captioner: error: {exc}", file=err)
         return 1
     transcript, notice = LiveTranscript.start(
         args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
@@ -180,7 +185,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         live.start()
     except (SourceError, ValueError) as exc:
         collector.finish()
-        print(f"error: {exc}", file=err)
+        print(f"captioner: error: {exc}", file=err)
         return 1
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
     print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
@@ -208,7 +213,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         try:
             write_transcript(result, args.output, fmt)
         except TranscriptWriteError as exc:
-            print(f"error: {exc}", file=err)
+            print(f"captioner: error: {exc}", file=err)
             return 1
         print(f"transcript written to {args.output} ({len(result.segments)} segments, {fmt})", file=err)
     elif args.format:

@@ -20,10 +20,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from captioner.asr import BackendError
 from captioner.asr.geometry import GeometryError
 from captioner.audio.fileio import AudioFileError, load_audio
-from captioner.commands.backend_options import add_backend_arguments, check_backend_arguments, open_backend
+from captioner.commands.backend_options import (
+    add_backend_arguments,
+    check_backend_arguments,
+    check_output_path,
+    open_backend,
+)
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
 from captioner.transcript.live import LiveTranscript
@@ -91,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.exists(args.audio):
         _error(f"audio file not found: {args.audio}")
         return 2
-    usage = check_backend_arguments(args)
+    if os.path.isdir(args.audio):
+        _error(f"{args.audio} is a folder; give an audio file")
+        return 2
+    usage = check_backend_arguments(args) or check_output_path(args.output)
     if usage:
         _error(usage)
         return 2
@@ -104,11 +114,19 @@ def run(args: argparse.Namespace) -> int:
         _error(str(exc))
         return 1
     _notice(getattr(backend, "speed_notice", None))
+    if os.path.getsize(args.audio) == 0:
+        _error(f"{args.audio} is empty (0 bytes); it holds no audio")
+        return 1
     try:
         audio = load_audio(args.audio, backend.sample_rate)
     except AudioFileError as exc:
         _error(str(exc))
         return 1
+    peak = float(np.max(np.abs(audio[np.isfinite(audio)]), initial=0.0))
+    if peak > 1.0:  # mis-scaled float file: bring it into [-1, 1] instead of clipping it flat
+        print(f"captioner: warning: the audio exceeds full scale (peak {peak:.3g}); scaled down by that factor",
+              file=sys.stderr)
+        audio = audio / np.float32(peak)
     label = args.label or Path(args.audio).name
     live, notice = LiveTranscript.start(backend=backend.describe(), sources=[label], metadata={"audio": args.audio})
     _notice(notice)
@@ -153,11 +171,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     transcript = live.transcript
+    if not transcript.segments:
+        print("captioner: no speech was recognised in this file", file=sys.stderr)
     if args.output:
         try:
             write_transcript(transcript, args.output, fmt)
         except TranscriptWriteError as exc:
-            _error(str(exc))
+            _error(f"{exc} Journal: {transcript.metadata.get('journal', 'not available')}")
             return 1
     else:
         sys.stdout.write(format_transcript(transcript, fmt))

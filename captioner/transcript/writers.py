@@ -179,7 +179,9 @@ def _explain(exc: OSError) -> str:
         return "the disk is full. Free some space or save to another drive"
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return "permission denied (read-only, or the file is open in another program). Choose another folder or close that program"
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+    if exc.errno == errno.ENOTDIR:
+        return "part of the path is a file, not a folder. Choose an existing folder"
+    if exc.errno == errno.ENOENT:
         return "the folder does not exist. Choose an existing folder"
     if exc.errno == errno.EISDIR:
         return "that is a folder. Choose a file name"
