@@ -33,10 +33,16 @@ install_apt() {  # $1: "run" or "test" (test includes run)
 
 make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
   local venv="$1" extras="$2"
+  local stamp="$venv/.captioner-install" want
+  want="$(sha256sum "$repo/pyproject.toml" | cut -c1-16) $extras"
+  # Already installed from this pyproject with these extras: start at once.
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return 0; fi
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --upgrade pip
+  local pip=("$venv/bin/python" -m pip -q --disable-pip-version-check)
+  "${pip[@]}" install --upgrade pip
   case "$extras" in
-    *audio8*) "$venv/bin/python" -m pip install -q "torch==2.13.0" ;;  # CPU wheel; never an unpinned CUDA build
+    *audio8*) "${pip[@]}" install "torch==2.13.0" ;;  # CPU wheel; never an unpinned CUDA build
   esac
-  "$venv/bin/python" -m pip install -q -e "$repo$extras"
+  "${pip[@]}" install -e "$repo$extras"
+  echo "$want" > "$stamp"
 }
