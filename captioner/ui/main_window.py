@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
+from captioner.engine.qt_emit import emit
 from captioner.engine.qt_worker import EngineConfig, EngineController, SourceSpec
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 from captioner.ui.level_meter import LevelMeter
@@ -562,7 +563,7 @@ class MainWindow(QMainWindow):
 
     def _append_line(self, line: str) -> None:
         self.transcript_view.appendPlainText(line)
-        self.transcript_line.emit(line)
+        emit(self.transcript_line, line)
 
     def _render_live(self) -> None:
         parts = []
@@ -701,7 +702,7 @@ class MainWindow(QMainWindow):
         """Save the settings; the app stops the engine (draining) before quitting."""
         self.save_settings()
         super().closeEvent(event)
-        self.closed.emit()
+        emit(self.closed)
 
 
 def _select(combo: QComboBox, data) -> bool:

@@ -13,6 +13,8 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
+from captioner.engine.qt_emit import emit
+
 _COLOURS = {"info": "#2d6cdf", "warning": "#c98a00", "error": "#c0392b"}
 
 
@@ -57,7 +59,7 @@ class MessageRow(QFrame):
 
     def dismiss(self) -> None:
         """Remove this message."""
-        self.closed.emit()
+        emit(self.closed)
 
 
 class MessageBar(QWidget):
@@ -103,7 +105,7 @@ class MessageBar(QWidget):
         while len(self.rows) > self.MAX_ROWS:
             self._remove(self.rows[0])
         self.setVisible(True)
-        self.shown.emit(text, row.severity, code)
+        emit(self.shown, text, row.severity, code)
         return row
 
     def clear(self, code: str | None = None) -> None:

@@ -42,6 +42,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 
+from captioner.engine.qt_emit import emit
 from captioner.events import Event
 from captioner.ui.caption_model import CaptionLine, CaptionModel
 from captioner.ui.settings import Keys, Settings
@@ -394,7 +395,7 @@ class CaptionOverlay(QWidget):
         if persist and self.settings is not None:
             self.settings.set(Keys.OVERLAY_CLICK_THROUGH, on)
         if changed:
-            self.click_through_changed.emit(on)
+            emit(self.click_through_changed, on)
         self.update()
 
     def toggle_click_through(self) -> None:
@@ -494,7 +495,7 @@ class CaptionOverlay(QWidget):
         key = screen_key(screen)
         g = self.geometry()
         self.settings.set_overlay_geometry(key, (g.x(), g.y(), g.width(), g.height()))
-        self.geometry_saved.emit(key)
+        emit(self.geometry_saved, key)
 
     def default_geometry(self, screen: QScreen) -> QRect:
         """Bottom centre of ``screen``, 70% of its width, tall enough for the line limit."""
