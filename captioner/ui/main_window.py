@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -110,6 +110,8 @@ class MainWindow(QMainWindow):
         self._partials: dict[str, str] = {}
         self._stats: dict[str, Stats] = {}
         self._meters: dict[str, LevelMeter] = {}
+        #: (source, start, text) of each segment shown -> its block in the transcript pane.
+        self._segment_blocks: dict[tuple, int] = {}
         self._build()
         self._load_settings()
         self._wire()
@@ -459,6 +461,7 @@ class MainWindow(QMainWindow):
         if self.transcript_view.document().characterCount() > 1:
             self._append_line("— new session —")
         self.overlay.clear()
+        self._segment_blocks.clear()
         self._open_text.clear()
         self._partials.clear()
         self._stats.clear()
@@ -553,17 +556,34 @@ class MainWindow(QMainWindow):
             self._show_notice(ev)
 
     def _on_segment(self, seg) -> None:
+        """Show a closed segment once; a segment announced again (e.g. re-closed as the end of a
+        turn after a sentence/length split) updates its line instead of adding a copy."""
         text = seg.text.strip()
+        key = (seg.source, seg.start, seg.text)
+        line = f"[{format_time(seg.start)}] {seg.source + ': ' if seg.source else ''}{text}"
+        block = self._segment_blocks.get(key)
+        if block is not None:
+            self._replace_line(block, line)
+            return
         rest = self._open_text.get(seg.source, "")
         self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""
         if text:
-            label = f"{seg.source}: " if seg.source else ""
-            self._append_line(f"[{format_time(seg.start)}] {label}{text}")
+            self._segment_blocks[key] = self._append_line(line)
         self._render_live()
 
-    def _append_line(self, line: str) -> None:
+    def _append_line(self, line: str) -> int:
+        """Append one line to the pane; returns its block number."""
         self.transcript_view.appendPlainText(line)
         emit(self.transcript_line, line)
+        return self.transcript_view.document().blockCount() - 1
+
+    def _replace_line(self, block_number: int, line: str) -> None:
+        block = self.transcript_view.document().findBlockByNumber(block_number)
+        if not block.isValid() or block.text() == line:
+            return
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(line)
 
     def _render_live(self) -> None:
         parts = []

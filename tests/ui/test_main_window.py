@@ -224,3 +224,30 @@ def test_device_lost_notice_is_shown_and_text_is_kept(make_window, qtbot):
     assert win.transcript_view.toPlainText() == before and win.recorder.transcript.text().split() == WORDS
     win._on_event(Notice("stopped", "info", "stopped"))  # the pipeline's end marker is not a message
     assert win.messages.messages()[-1][2] == "device_lost"
+
+
+def test_long_sentence_then_turn_boundary_is_shown_once(make_window):
+    """A sentence > 80 chars closes its segment; the TurnBoundary right after must not add a copy."""
+    win, _ = make_window()
+    win.recorder.begin("fake", ["You"])
+    sentence = ("Today we will discuss the quarterly budget, the new hiring plan and the office move "
+                "before lunch.")
+    assert len(sentence) > 80
+    win._on_event(TextDelta(sentence, 0.0, 6.0, True, "You"))
+    win._on_event(TurnBoundary(6.2, source="You"))
+    win._on_event(TextDelta(" Any questions?", 7.0, 8.0, True, "You"))
+    win._on_event(TurnBoundary(8.2, source="You"))
+    lines = win.transcript_view.toPlainText().splitlines()
+    assert lines == [f"[0:00] You: {sentence}", "[0:07] You: Any questions?"]
+    assert win.live_text() == ""
+
+
+def test_a_segment_announced_again_updates_its_line(make_window):
+    from captioner.transcript.model import Segment
+
+    win, _ = make_window()
+    first = Segment("You", 1.0, 2.0, " hello there.", False, "sentence")
+    win._on_segment(first)
+    win._on_segment(Segment("You", 3.0, 4.0, " next one", True, "line"))
+    win._on_segment(Segment("You", 1.0, 2.0, " hello there.", True, "line"))  # re-closed as a turn end
+    assert win.transcript_view.toPlainText().splitlines() == ["[0:01] You: hello there.", "[0:03] You: next one"]
