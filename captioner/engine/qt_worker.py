@@ -145,15 +145,24 @@ def default_pipeline_factory(backend: Any, sources: list, on_event: Callable[[Ev
     return LiveCaptioner(backend, sources, on_event)
 
 
-def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
+#: Formats the file source reads (libsndfile through soundfile, see captioner.audio.fileio).
+FILE_FORMATS = "WAV, FLAC, OGG or MP3"
+
+
+def describe_error(exc: BaseException, during: str, kinds: Sequence[str] = ()) -> tuple[str, str]:
     """A user-facing message and a stable code for an engine failure (never a traceback).
 
     Args:
         exc: the exception.
         during: ``"load"``, ``"sources"``, ``"start"``, ``"run"`` or ``"stop"``.
+        kinds: the :attr:`SourceSpec.kind` of each source of the run, so an audio problem
+            gets advice that fits it (a file: formats and conversion; a device: reconnect
+            and choose it again in the window's device lists).
 
     Returns:
-        ``(message, code)``: what happened and what to do.
+        ``(message, code)``: what happened and what to do. Codes: ``model_missing``,
+        ``backend_missing``, ``model_error``, ``file_error``, ``device_error``,
+        ``stop_error``, ``engine_error``.
     """
     detail = str(exc).strip() or type(exc).__name__
     if during == "load":
@@ -167,8 +176,13 @@ def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
         return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
                 "default model.", "model_error")
     if during == "sources" or type(exc).__name__ == "SourceError":
-        return (f"The audio source could not be opened: {detail}. Check that the device is connected and "
-                "choose it again in the Source box.", "device_error")
+        if "file" in kinds:
+            return (f"The audio file could not be read: {detail}. Choose a {FILE_FORMATS} file with Browse…, "
+                    "or convert it first, for example: ffmpeg -i input.m4a output.wav (or: sox input.aiff "
+                    "output.wav).", "file_error")
+        return (f"The audio device could not be used: {detail}. Check that it is connected and not used by "
+                "another program, press Refresh devices, and choose it again in the Microphone or System "
+                "audio list.", "device_error")
     if during == "stop":
         return (f"Stopping did not finish cleanly: {detail}. The transcript so far is kept.", "stop_error")
     return (f"Captioning stopped because of an error: {detail}. The transcript so far is kept; "
@@ -228,6 +242,7 @@ class EngineWorker(QObject):
         self._pipeline: Pipeline | None = None
         self._cancel = threading.Event()
         self._watch: QTimer | None = None
+        self._kinds: tuple[str, ...] = ()  # source kinds of the current run, for error advice
 
     # -- thread-safe requests ------------------------------------------------------------------
     def request_cancel(self) -> None:
@@ -252,6 +267,7 @@ class EngineWorker(QObject):
         if self.state in (RUNNING, STOPPING):
             self.stop(True)
         self._cancel.clear()
+        self._kinds = tuple(spec.kind for spec in config.sources)
         if not config.sources:
             emit(self.error, "No audio source is selected. Choose a microphone, system audio or a file.", "no_source")
             self._set_state(IDLE)
@@ -346,7 +362,7 @@ class EngineWorker(QObject):
         return True
 
     def _fail(self, exc: BaseException, during: str) -> None:
-        msg, code = describe_error(exc, during)
+        msg, code = describe_error(exc, during, self._kinds)
         emit(self.error, msg, code)
         self._set_state(IDLE)
         emit(self.stopped)
@@ -380,7 +396,7 @@ class EngineWorker(QObject):
             self._watch.stop()
             self._set_state(IDLE)
             if err is not None:
-                msg, code = describe_error(err, "run")
+                msg, code = describe_error(err, "run", self._kinds)
                 emit(self.error, msg, code)
             emit(self.stopped)
 
