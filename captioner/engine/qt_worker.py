@@ -311,6 +311,7 @@ class EngineWorker(QObject):
         if pipeline is None:
             if self.state != IDLE:
                 self._set_state(IDLE)
+                emit(self.stopped)  # receivers that wait for stopped() are never left waiting
             return
         self._set_state(STOPPING)
         try:

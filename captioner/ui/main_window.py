@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         self._meters: dict[str, LevelMeter] = {}
         #: (source, start, text) of each segment shown -> its block in the transcript pane.
         self._segment_blocks: dict[tuple, int] = {}
+        self._separator_pending = False
         self._build()
         self._load_settings()
         self._wire()
@@ -458,9 +459,10 @@ class MainWindow(QMainWindow):
         self.save_settings()
         autosave = self.autosave_edit.text().strip() if self.autosave_check.isChecked() else None
         self.recorder.begin(config.backend, [s.label for s in config.sources], autosave)
-        if self.transcript_view.document().characterCount() > 1:
-            self._append_line("— new session —")
         self.overlay.clear()
+        # "— new session —" goes in before this run's first line, so a Start that fails
+        # (or a run that heard nothing) leaves no empty separator behind
+        self._separator_pending = self.transcript_view.document().characterCount() > 1
         self._segment_blocks.clear()
         self._open_text.clear()
         self._partials.clear()
@@ -497,6 +499,10 @@ class MainWindow(QMainWindow):
 
     # -- engine signals ----------------------------------------------------------------------
     def _on_state(self, state: str) -> None:
+        if state == "idle":
+            # "idle" is taken from stopped(), which comes after the run's last events: a Start
+            # pressed between the two would otherwise have its new transcript ended by them
+            return
         self.engine_state = state
         self.progress.setVisible(state == "loading")
         if state == "running":
@@ -568,6 +574,9 @@ class MainWindow(QMainWindow):
         rest = self._open_text.get(seg.source, "")
         self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""
         if text:
+            if self._separator_pending:
+                self._separator_pending = False
+                self._append_line("— new session —")
             self._segment_blocks[key] = self._append_line(line)
         self._render_live()
 

@@ -251,3 +251,23 @@ def test_a_segment_announced_again_updates_its_line(make_window):
     win._on_segment(Segment("You", 3.0, 4.0, " next one", True, "line"))
     win._on_segment(Segment("You", 1.0, 2.0, " hello there.", True, "line"))  # re-closed as a turn end
     assert win.transcript_view.toPlainText().splitlines() == ["[0:01] You: hello there.", "[0:03] You: next one"]
+
+
+def test_failed_starts_add_no_session_separator(make_window, qtbot):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    before = win.transcript_view.toPlainText()
+    worker = win.controller.worker
+    working = worker.source_factory
+
+    def unplugged(specs, backend):
+        raise OSError("unplugged")
+
+    worker.source_factory = unplugged  # the worker is idle between runs
+    for _ in range(2):
+        with qtbot.waitSignal(win.controller.stopped, timeout=5000):
+            win.start_button.click()
+    assert win.transcript_view.toPlainText() == before  # no empty "— new session —" lines
+    worker.source_factory = working
+    _run_and_stop(qtbot, win, record)
+    assert win.transcript_view.toPlainText().count("— new session —") == 1
