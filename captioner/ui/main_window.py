@@ -50,6 +50,13 @@ from captioner.ui.settings import Keys, Settings
 BACKLOG_WARN_S = 4.0
 #: Backlog below which that warning is withdrawn.
 BACKLOG_OK_S = 1.0
+#: Window size (px): the smallest it can be made, and the first-run default.
+MIN_WINDOW = (600, 520)
+DEFAULT_WINDOW = (820, 720)
+#: Height (px) the transcript pane always keeps (about five lines).
+MIN_TRANSCRIPT_PX = 110
+#: Message codes that stay when a run starts (they are not about the previous run).
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
 
 _BACKENDS = [
     ("default", "Built-in model (English, offline)"),
@@ -266,7 +273,11 @@ class MainWindow(QMainWindow):
         view.addAction(self.start_action)
         view.addAction(self.overlay_action)
         view.addAction(self.click_through_action)
-        self.resize(820, 680)
+        # resizable: a sensible minimum, a default size that fits the screen; the transcript
+        # pane keeps a minimum height so messages never squeeze it away
+        self.transcript_view.setMinimumHeight(MIN_TRANSCRIPT_PX)
+        self.setMinimumSize(*MIN_WINDOW)
+        self.resize(*DEFAULT_WINDOW)
 
     def _wire(self) -> None:
         w = self.controller  # its signals arrive in the GUI thread, in order
@@ -516,6 +527,9 @@ class MainWindow(QMainWindow):
             self.progress.setVisible(False)
 
     def _on_started(self) -> None:
+        # a successful start settles the previous run's errors and warnings
+        self.messages.clear_where(lambda row: row.severity in ("error", "warning")
+                                  and row.code not in PERSISTENT_MESSAGES)
         self.engine_state = "running"
         self._update_controls()
 

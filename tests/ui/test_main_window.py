@@ -271,3 +271,42 @@ def test_failed_starts_add_no_session_separator(make_window, qtbot):
     worker.source_factory = working
     _run_and_stop(qtbot, win, record)
     assert win.transcript_view.toPlainText().count("— new session —") == 1
+
+
+def test_messages_replace_dedupe_and_are_capped(make_window):
+    win, _ = make_window()
+    bar = win.messages
+    bar.show_message("Device lost.", "warning", "device_lost")
+    bar.show_message("Device lost again.", "warning", "device_lost")
+    assert [m[:3] for m in bar.messages()] == [("Device lost again.", "warning", "device_lost")]
+    bar.show_message("Hello.", "info")
+    bar.show_message("Hello.", "info")
+    assert [m[0] for m in bar.messages()].count("Hello.") == 1
+    for i in range(4):
+        bar.show_message(f"Problem {i}.", "error", f"e{i}")
+    assert len(bar.messages()) == bar.MAX_ROWS == 3
+    assert [m[0] for m in bar.messages()] == ["Problem 1.", "Problem 2.", "Problem 3."]
+
+
+def test_successful_start_clears_old_error_banners(make_window, qtbot):
+    win, record = make_window()
+    win._on_error("The audio device could not be used: gone.", "device_error")
+    win.messages.show_message("Recover the old session?", "warning", "recovery")
+    assert [m[2] for m in win.messages.messages()] == ["device_error", "recovery"]
+    _run_and_stop(qtbot, win, record)
+    assert [m[2] for m in win.messages.messages()] == ["recovery"]
+
+
+def test_window_is_resizable_and_the_transcript_keeps_room(make_window, qtbot):
+    from captioner.ui.main_window import MIN_TRANSCRIPT_PX, MIN_WINDOW
+
+    win, _ = make_window()
+    assert (win.minimumWidth(), win.minimumHeight()) == MIN_WINDOW
+    assert win.maximumWidth() > 2000 and win.maximumHeight() > 2000  # not a fixed size
+    for i in range(5):
+        win.messages.show_message(f"A long message number {i} that wraps over a line or two. " * 2, "warning",
+                                  f"m{i}")
+    win.resize(*MIN_WINDOW)
+    qtbot.waitUntil(lambda: win.transcript_view.height() >= MIN_TRANSCRIPT_PX, timeout=2000)
+    win.resize(1000, 900)
+    qtbot.waitUntil(lambda: win.height() == 900, timeout=2000)
