@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import traceback
-from typing import Callable
+from typing import Callable, Mapping
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QApplication
@@ -94,6 +95,34 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+#: Printed (and exit code 1) when there is no display to open a window on.
+NO_DISPLAY_MESSAGE = (
+    "captioner: no graphical display found (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+    "Run it in your desktop session, or use `captioner transcribe FILE` / `captioner listen` in a terminal."
+)
+
+
+def display_problem(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """Why no window can be opened, or ``""``.
+
+    On Linux (and the BSDs) Qt needs an X11 or Wayland display; without one
+    ``QApplication`` aborts the process (rc 134) with a misleading hint about
+    ``libxcb-cursor0``. An explicit ``QT_QPA_PLATFORM`` (``offscreen``, ``vnc``,
+    ``eglfs``...) is trusted. Windows and macOS always have a display.
+
+    Args:
+        env: environment to look at (default ``os.environ``).
+        platform: ``sys.platform`` value (default: this one).
+    """
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return ""
+    if env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return ""
+    return NO_DISPLAY_MESSAGE
+
+
 def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, autostart: bool = False) -> int:
     """Run the desktop app until it quits.
 
@@ -103,8 +132,12 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         autostart: press Start as soon as the window is up (demos, screenshots).
 
     Returns:
-        The process exit code (0 after a normal quit).
+        The process exit code (0 after a normal quit; 1 when there is no display).
     """
+    problem = display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
