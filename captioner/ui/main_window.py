@@ -186,9 +186,11 @@ class MainWindow(QMainWindow):
         self.language_combo = QComboBox()
         self.language_combo.addItem("English", "en")
         self.language_combo.addItem("Chinese", "zh")
-        timing.addWidget(QLabel("Clock:"))
+        self.clock_label = QLabel("Clock:")
+        self.delay_label = QLabel("Delay:")
+        timing.addWidget(self.clock_label)
         timing.addWidget(self.clock_combo)
-        timing.addWidget(QLabel("Delay:"))
+        timing.addWidget(self.delay_label)
         timing.addWidget(self.delay_combo)
         timing.addWidget(QLabel("Language:"))
         timing.addWidget(self.language_combo)
@@ -388,6 +390,9 @@ class MainWindow(QMainWindow):
         clocked = backend in _CLOCKED
         for wdg in (self.clock_combo, self.delay_combo):
             wdg.setEnabled(clocked and not busy)
+        # the built-in and TFLite models have no Audio8 clock/delay to choose: hide the pickers
+        for wdg in (self.clock_label, self.clock_combo, self.delay_label, self.delay_combo):
+            wdg.setVisible(clocked)
         self.language_combo.setEnabled(clocked and not busy)
         if not clocked:
             _select(self.language_combo, "en")

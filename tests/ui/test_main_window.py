@@ -147,6 +147,16 @@ def test_clock_and_delay_pickers(make_window):
     assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
 
 
+@pytest.mark.parametrize("backend, shown", [("default", False), ("tflite", False), ("audio8", True),
+                                             ("remote", True)])
+def test_clock_and_delay_show_only_for_backends_with_a_clock(make_window, backend, shown):
+    win, _ = make_window()
+    win.backend_combo.setCurrentIndex(win.backend_combo.findData(backend))
+    for wdg in (win.clock_label, win.clock_combo, win.delay_label, win.delay_combo):
+        assert wdg.isVisible() is shown
+    assert win.language_combo.isVisible()
+
+
 def test_autosave_folder_gets_the_transcript(make_window, qtbot, tmp_path):
     win, record = make_window()
     folder = tmp_path / "captions"
