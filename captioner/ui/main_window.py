@@ -15,7 +15,7 @@ import math
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMessageBox,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -120,6 +121,9 @@ class MainWindow(QMainWindow):
         #: (source, start, text) of each segment shown -> its block in the transcript pane.
         self._segment_blocks: dict[tuple, int] = {}
         self._separator_pending = False
+        self._unsaved = False  # transcript text not yet written by Save as… (or autosave)
+        self._quitting = False  # a close is waiting for the engine to drain
+        self._close_choice: str | None = None  # "save" / "discard" once asked during a close
         self._build()
         self._load_settings()
         self._wire()
@@ -520,7 +524,7 @@ class MainWindow(QMainWindow):
             # pressed between the two would otherwise have its new transcript ended by them
             return
         self.engine_state = state
-        self.progress.setVisible(state == "loading")
+        self.progress.setVisible(state == "loading" or self._quitting)
         if state == "running":
             self.status_label.setText("Captioning")
         self._update_controls()
@@ -553,6 +557,8 @@ class MainWindow(QMainWindow):
             meter.reset()
         self.messages.clear("backlog")
         self._update_controls()
+        if self._quitting:
+            QTimer.singleShot(0, self.close)  # the drain is done: finish the close
 
     def _on_error(self, message: str, code: str) -> None:
         self.messages.show_message(message, "error", code)
@@ -597,6 +603,8 @@ class MainWindow(QMainWindow):
                 self._separator_pending = False
                 self._append_line("— new session —")
             self._segment_blocks[key] = self._append_line(line)
+            if self.recorder.autosave_path is None:  # an autosaved run is written as it goes
+                self._unsaved = True
         self._render_live()
 
     def _append_line(self, line: str) -> int:
@@ -674,23 +682,28 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - TranscriptWriteError, ValueError: shown, never raised
             self.messages.show_message(f"The transcript was not saved: {exc}", "error", "save")
             return None
+        self._unsaved = False
         self.messages.show_message(f"Transcript saved to {written}.", "info", "save")
         self.settings.set(Keys.LAST_SAVE_DIR, str(Path(written).parent))
         return Path(written)
 
-    def save_dialog(self) -> None:
-        """Ask for a file name and format (TXT, SRT, VTT, JSON) and save."""
+    def save_dialog(self) -> Path | None:
+        """Ask for a file name and format (TXT, SRT, VTT, JSON) and save.
+
+        Returns:
+            The file written, or ``None`` when the user cancelled or writing failed.
+        """
         filters = {"txt": "Plain text (*.txt)", "srt": "SubRip subtitles (*.srt)", "vtt": "WebVTT subtitles (*.vtt)",
                    "json": "JSON with times (*.json)"}
         start = self.settings.get(Keys.LAST_SAVE_DIR) or str(Path.home())
         path, chosen = QFileDialog.getSaveFileName(self, "Save transcript", os.path.join(start, "transcript.txt"),
                                                    ";;".join(filters.values()))
         if not path:
-            return
+            return None
         fmt = next((k for k, v in filters.items() if v == chosen), "txt")
         if Path(path).suffix.lower() not in SAVE_FORMATS.values():
             path += SAVE_FORMATS[fmt]
-        self.save_transcript(path)
+        return self.save_transcript(path)
 
     def _browse_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Audio file", self.file_edit.text(),
@@ -739,6 +752,7 @@ class MainWindow(QMainWindow):
             self.messages.show_message(f"The journal could not be read: {exc}", "error", "recovery")
             return
         self._append_line("— recovered session —")
+        self._unsaved = True
         for seg in transcript.segments:
             if seg.text.strip():
                 label = f"{seg.source}: " if seg.source else ""
@@ -746,11 +760,65 @@ class MainWindow(QMainWindow):
         self.messages.show_message("The previous session was recovered. Use Save as… to keep it.", "info", "recovered")
 
     # -- closing -------------------------------------------------------------------------------
+    def has_unsaved_text(self) -> bool:
+        """True when the window shows transcript text that no Save as… (or autosave) has written."""
+        return self._unsaved or any(t.strip() for t in self._open_text.values())
+
+    def ask_unsaved(self) -> str:
+        """Ask what to do with the unsaved transcript on quit: ``"save"``, ``"discard"`` or ``"cancel"``."""
+        journal = self.recorder.journal_path
+        where = (f" Until then a copy is kept only in the session journal, {journal}, which is meant for "
+                 "crash recovery, not for reading." if journal else "")
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit captioner",
+                          "The transcript has text that has not been saved. Save it before quitting?" + where,
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
+
+    def _begin_quitting(self) -> None:
+        """Stop the engine (it drains: the last words are decoded) and close when it has stopped."""
+        self._quitting = True
+        self.stop()
+        self.status_label.setText("Quitting: finishing the last words…")
+        self.progress.setRange(0, 0)  # busy indicator while the model drains and files are flushed
+        self.progress.setVisible(True)
+        self.start_button.setEnabled(False)
+        self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
+                                   "This can take a few seconds.", "info", "quitting")
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        """Save the settings; the app stops the engine (draining) before quitting."""
+        """Quit: ask about unsaved text (Save / Discard / Cancel), let a running engine drain
+        (with feedback), then save the settings and emit :attr:`closed` (the app quits)."""
+        if self._close_choice is None and self.has_unsaved_text():
+            choice = self.ask_unsaved()
+            if choice not in ("save", "discard"):
+                self._cancel_close(event)
+                return
+            self._close_choice = choice
+        if self.engine_state != "idle":
+            event.ignore()
+            if not self._quitting:
+                self._begin_quitting()
+            return
+        if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
+            self._cancel_close(event)  # the save was cancelled or failed: stay open
+            return
+        self._quitting = False
+        self._close_choice = None
+        self.messages.clear("quitting")
         self.save_settings()
         super().closeEvent(event)
         emit(self.closed)
+
+    def _cancel_close(self, event: QCloseEvent) -> None:
+        event.ignore()
+        self._quitting = False
+        self._close_choice = None
+        self.messages.clear("quitting")
+        self._update_controls()
 
 
 def _select(combo: QComboBox, data) -> bool:

@@ -112,6 +112,12 @@ class TranscriptRecorder(QObject):
         self.write_autosave()
 
     @property
+    def journal_path(self) -> Path | None:
+        """The crash-recovery journal of the current (or last) run, if one was written."""
+        path = self.transcript.metadata.get("journal") if hasattr(self.transcript, "metadata") else None
+        return Path(path) if path else None
+
+    @property
     def running(self) -> bool:
         """True between :meth:`begin` and :meth:`end`."""
         return self.live is not None

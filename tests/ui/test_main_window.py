@@ -320,3 +320,54 @@ def test_window_is_resizable_and_the_transcript_keeps_room(make_window, qtbot):
     qtbot.waitUntil(lambda: win.transcript_view.height() >= MIN_TRANSCRIPT_PX, timeout=2000)
     win.resize(1000, 900)
     qtbot.waitUntil(lambda: win.height() == 900, timeout=2000)
+
+
+def test_quit_without_text_does_not_ask(make_window, qtbot, monkeypatch):
+    win, _ = make_window()
+    monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although nothing was captioned"))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+
+
+def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qtbot, monkeypatch, tmp_path):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    asked = []
+    monkeypatch.setattr(win, "ask_unsaved", lambda: asked.append(win.recorder.journal_path) or "cancel")
+    closed = []
+    win.closed.connect(lambda: closed.append(True))
+    win.close()
+    assert len(asked) == 1 and win.isVisible() and not closed
+    assert asked[0] is not None and asked[0].exists()  # the question names the journal file
+    # Save: the dialog's file is written, then the window closes
+    target = tmp_path / "kept.txt"
+    monkeypatch.setattr(win, "ask_unsaved", lambda: "save")
+    monkeypatch.setattr(win, "save_dialog", lambda: win.save_transcript(str(target)))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+    assert "alpha bravo charlie delta echo" in target.read_text(encoding="utf-8")
+
+
+def test_saved_text_quits_without_asking(make_window, qtbot, monkeypatch, tmp_path):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    assert win.has_unsaved_text()
+    assert win.save_transcript(str(tmp_path / "t.txt")) is not None
+    assert not win.has_unsaved_text()
+    monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although the text was saved"))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+
+
+def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(make_window, qtbot):
+    win, record = make_window()
+    win.start_button.click()
+    qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: win.engine_state == "running", timeout=5000)
+    seen = []
+    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.progress.isVisible())))
+    with qtbot.waitSignal(win.closed, timeout=5000):
+        win.close()  # discard (conftest); the engine drains first
+    assert ("quitting", True) in seen
+    assert win.recorder.transcript.text().split() == WORDS  # the drained last word is kept
+    assert not win.recorder.running  # the journal was closed
