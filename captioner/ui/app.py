@@ -16,6 +16,7 @@ from captioner.ui.main_window import MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
+from captioner.ui.single_instance import SingleInstance
 from captioner.ui.tray import TrayIcon, app_icon
 
 
@@ -49,6 +50,12 @@ class CaptionerApp:
         if note:
             self.window.messages.show_message(note, "info", "wayland")
         self.window.check_recovery()
+
+    def bring_to_front(self) -> None:
+        """Show the main window on top (another start of the app asked for it)."""
+        self.window.showNormal()
+        self.window.raise_()
+        self.window.activateWindow()
 
     def open_settings(self) -> None:
         """Open the (non-blocking) settings dialog."""
@@ -132,7 +139,8 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         autostart: press Start as soon as the window is up (demos, screenshots).
 
     Returns:
-        The process exit code (0 after a normal quit; 1 when there is no display).
+        The process exit code: 0 after a normal quit, or when another instance is running (it is
+        brought to the front instead); 1 when there is no display or the running one cannot be reached.
     """
     problem = display_problem()
     if problem:
@@ -143,10 +151,19 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("captioner")
     app.setWindowIcon(app_icon())
+    guard = SingleInstance()
+    if not guard.acquire():
+        if guard.notified:
+            print("captioner is already running: its window was brought to the front.", file=sys.stderr)
+        else:
+            print(f"captioner seems to be running already (lock file {guard.lock_path}). Switch to its "
+                  "window, or quit it first.", file=sys.stderr)
+        return 0 if guard.notified else 1
     quit_on_last = app.quitOnLastWindowClosed()
     app.setQuitOnLastWindowClosed(False)  # the overlay is a tool window; quit when the main window closes
     gui = CaptionerApp(settings)
     gui.window.closed.connect(app.quit)
+    guard.activated.connect(gui.bring_to_front)
     app.aboutToQuit.connect(gui.shutdown)
     previous_hook = sys.excepthook
     sys.excepthook = _excepthook_for(gui)
@@ -173,3 +190,4 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         sys.excepthook = previous_hook
         app.aboutToQuit.disconnect(gui.shutdown)
         app.setQuitOnLastWindowClosed(quit_on_last)
+        guard.release()
