@@ -25,6 +25,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
+from captioner.engine.qt_emit import emit
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 
 #: Engine states, in the order a run goes through them.
@@ -144,15 +145,24 @@ def default_pipeline_factory(backend: Any, sources: list, on_event: Callable[[Ev
     return LiveCaptioner(backend, sources, on_event)
 
 
-def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
+#: Formats the file source reads (libsndfile through soundfile, see captioner.audio.fileio).
+FILE_FORMATS = "WAV, FLAC, OGG or MP3"
+
+
+def describe_error(exc: BaseException, during: str, kinds: Sequence[str] = ()) -> tuple[str, str]:
     """A user-facing message and a stable code for an engine failure (never a traceback).
 
     Args:
         exc: the exception.
         during: ``"load"``, ``"sources"``, ``"start"``, ``"run"`` or ``"stop"``.
+        kinds: the :attr:`SourceSpec.kind` of each source of the run, so an audio problem
+            gets advice that fits it (a file: formats and conversion; a device: reconnect
+            and choose it again in the window's device lists).
 
     Returns:
-        ``(message, code)``: what happened and what to do.
+        ``(message, code)``: what happened and what to do. Codes: ``model_missing``,
+        ``backend_missing``, ``model_error``, ``file_error``, ``device_error``,
+        ``stop_error``, ``engine_error``.
     """
     detail = str(exc).strip() or type(exc).__name__
     if during == "load":
@@ -166,8 +176,13 @@ def describe_error(exc: BaseException, during: str) -> tuple[str, str]:
         return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
                 "default model.", "model_error")
     if during == "sources" or type(exc).__name__ == "SourceError":
-        return (f"The audio source could not be opened: {detail}. Check that the device is connected and "
-                "choose it again in the Source box.", "device_error")
+        if "file" in kinds:
+            return (f"The audio file could not be read: {detail}. Choose a {FILE_FORMATS} file with Browse…, "
+                    "or convert it first, for example: ffmpeg -i input.m4a output.wav (or: sox input.aiff "
+                    "output.wav).", "file_error")
+        return (f"The audio device could not be used: {detail}. Check that it is connected and not used by "
+                "another program, press Refresh devices, and choose it again in the Microphone or System "
+                "audio list.", "device_error")
     if during == "stop":
         return (f"Stopping did not finish cleanly: {detail}. The transcript so far is kept.", "stop_error")
     return (f"Captioning stopped because of an error: {detail}. The transcript so far is kept; "
@@ -227,6 +242,7 @@ class EngineWorker(QObject):
         self._pipeline: Pipeline | None = None
         self._cancel = threading.Event()
         self._watch: QTimer | None = None
+        self._kinds: tuple[str, ...] = ()  # source kinds of the current run, for error advice
 
     # -- thread-safe requests ------------------------------------------------------------------
     def request_cancel(self) -> None:
@@ -251,16 +267,17 @@ class EngineWorker(QObject):
         if self.state in (RUNNING, STOPPING):
             self.stop(True)
         self._cancel.clear()
+        self._kinds = tuple(spec.kind for spec in config.sources)
         if not config.sources:
-            self.error.emit("No audio source is selected. Choose a microphone, system audio or a file.", "no_source")
+            emit(self.error, "No audio source is selected. Choose a microphone, system audio or a file.", "no_source")
             self._set_state(IDLE)
-            self.stopped.emit()
+            emit(self.stopped)
             return
         if not self._ensure_backend(config):
             return
         if self._cancel.is_set():
             self._set_state(IDLE)
-            self.stopped.emit()
+            emit(self.stopped)
             return
         try:
             sources = self.source_factory(config.sources, self.backend)
@@ -275,7 +292,7 @@ class EngineWorker(QObject):
             self._fail(exc, "start")
             return
         self._set_state(RUNNING)
-        self.started.emit()
+        emit(self.started)
         if self._watch is None:
             self._watch = QTimer(self)
             self._watch.setInterval(self.WATCH_MS)
@@ -294,15 +311,16 @@ class EngineWorker(QObject):
         if pipeline is None:
             if self.state != IDLE:
                 self._set_state(IDLE)
+                emit(self.stopped)  # receivers that wait for stopped() are never left waiting
             return
         self._set_state(STOPPING)
         try:
             pipeline.stop(drain=drain)
         except Exception as exc:  # noqa: BLE001
             msg, code = describe_error(exc, "stop")
-            self.error.emit(msg, code)
+            emit(self.error, msg, code)
         self._set_state(IDLE)
-        self.stopped.emit()
+        emit(self.stopped)
 
     @Slot()
     def unload(self) -> None:
@@ -331,7 +349,7 @@ class EngineWorker(QObject):
         self.unload()
         self._set_state(LOADING)
         what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
-        self.progress.emit(f"Loading {what}…", -1)
+        emit(self.progress, f"Loading {what}…", -1)
         try:
             self.backend = self.backend_factory(config)
         except Exception as exc:  # noqa: BLE001
@@ -339,35 +357,35 @@ class EngineWorker(QObject):
             self._fail(exc, "load")
             return False
         self._backend_key = key
-        self.progress.emit("Model ready", 100)
+        emit(self.progress, "Model ready", 100)
         describe = getattr(self.backend, "describe", None)
-        self.backend_ready.emit(describe() if callable(describe) else str(config.backend))
+        emit(self.backend_ready, describe() if callable(describe) else str(config.backend))
         return True
 
     def _fail(self, exc: BaseException, during: str) -> None:
-        msg, code = describe_error(exc, during)
-        self.error.emit(msg, code)
+        msg, code = describe_error(exc, during, self._kinds)
+        emit(self.error, msg, code)
         self._set_state(IDLE)
-        self.stopped.emit()
+        emit(self.stopped)
 
     def _set_state(self, state: str) -> None:
         if state != self.state:
             self.state = state
-            self.state_changed.emit(state)
+            emit(self.state_changed, state)
 
     def _on_event(self, ev: Event) -> None:
         """Called from the pipeline's thread: re-emit as signals (queued to receivers)."""
-        self.event.emit(ev)
+        emit(self.event, ev)
         if isinstance(ev, TextDelta):
-            self.text_delta.emit(ev)
+            emit(self.text_delta, ev)
         elif isinstance(ev, TurnBoundary):
-            self.turn_boundary.emit(ev)
+            emit(self.turn_boundary, ev)
         elif isinstance(ev, Stats):
-            self.stats.emit(ev)
+            emit(self.stats, ev)
         elif isinstance(ev, Level):
-            self.level.emit(ev)
+            emit(self.level, ev)
         elif isinstance(ev, Notice):
-            self.notice.emit(ev)
+            emit(self.notice, ev)
 
     def _check_alive(self) -> None:
         p = self._pipeline
@@ -379,9 +397,9 @@ class EngineWorker(QObject):
             self._watch.stop()
             self._set_state(IDLE)
             if err is not None:
-                msg, code = describe_error(err, "run")
-                self.error.emit(msg, code)
-            self.stopped.emit()
+                msg, code = describe_error(err, "run", self._kinds)
+                emit(self.error, msg, code)
+            emit(self.stopped)
 
 
 class EngineController(QObject):
@@ -450,16 +468,16 @@ class EngineController(QObject):
 
     def start(self, config: EngineConfig) -> None:
         """Queue a start (loading the model first when needed)."""
-        self._start_requested.emit(config)
+        emit(self._start_requested, config)
 
     def stop(self, drain: bool = True) -> None:
         """Queue a stop; cancels a start that is still loading its model."""
         self.worker.request_cancel()
-        self._stop_requested.emit(drain)
+        emit(self._stop_requested, drain)
 
     def unload(self) -> None:
         """Queue releasing the model (before switching backend)."""
-        self._unload_requested.emit()
+        emit(self._unload_requested)
 
     def shutdown(self, timeout_ms: int = 30000) -> bool:
         """Stop (draining), release the model and end the thread; blocks up to ``timeout_ms``.
@@ -470,7 +488,7 @@ class EngineController(QObject):
         if not self.thread.isRunning():
             return True
         self.worker.request_cancel()
-        self._shutdown_requested.emit()  # the worker quits its own thread after unloading
+        emit(self._shutdown_requested)  # the worker quits its own thread after unloading
         done = bool(self.thread.wait(timeout_ms))
         if not done:
             self.thread.quit()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import traceback
-from typing import Callable
+from typing import Callable, Mapping
 
 from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QApplication
@@ -15,6 +16,7 @@ from captioner.ui.main_window import MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
+from captioner.ui.single_instance import SingleInstance
 from captioner.ui.tray import TrayIcon, app_icon
 
 
@@ -48,6 +50,12 @@ class CaptionerApp:
         if note:
             self.window.messages.show_message(note, "info", "wayland")
         self.window.check_recovery()
+
+    def bring_to_front(self) -> None:
+        """Show the main window on top (another start of the app asked for it)."""
+        self.window.showNormal()
+        self.window.raise_()
+        self.window.activateWindow()
 
     def open_settings(self) -> None:
         """Open the (non-blocking) settings dialog."""
@@ -94,6 +102,34 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+#: Printed (and exit code 1) when there is no display to open a window on.
+NO_DISPLAY_MESSAGE = (
+    "captioner: no graphical display found (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+    "Run it in your desktop session, or use `captioner transcribe FILE` / `captioner listen` in a terminal."
+)
+
+
+def display_problem(env: Mapping[str, str] | None = None, platform: str | None = None) -> str:
+    """Why no window can be opened, or ``""``.
+
+    On Linux (and the BSDs) Qt needs an X11 or Wayland display; without one
+    ``QApplication`` aborts the process (rc 134) with a misleading hint about
+    ``libxcb-cursor0``. An explicit ``QT_QPA_PLATFORM`` (``offscreen``, ``vnc``,
+    ``eglfs``...) is trusted. Windows and macOS always have a display.
+
+    Args:
+        env: environment to look at (default ``os.environ``).
+        platform: ``sys.platform`` value (default: this one).
+    """
+    env = os.environ if env is None else env
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return ""
+    if env.get("QT_QPA_PLATFORM") or env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return ""
+    return NO_DISPLAY_MESSAGE
+
+
 def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, autostart: bool = False) -> int:
     """Run the desktop app until it quits.
 
@@ -103,17 +139,31 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         autostart: press Start as soon as the window is up (demos, screenshots).
 
     Returns:
-        The process exit code (0 after a normal quit).
+        The process exit code: 0 after a normal quit, or when another instance is running (it is
+        brought to the front instead); 1 when there is no display or the running one cannot be reached.
     """
+    problem = display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("captioner")
     app.setWindowIcon(app_icon())
+    guard = SingleInstance()
+    if not guard.acquire():
+        if guard.notified:
+            print("captioner is already running: its window was brought to the front.", file=sys.stderr)
+        else:
+            print(f"captioner seems to be running already (lock file {guard.lock_path}). Switch to its "
+                  "window, or quit it first.", file=sys.stderr)
+        return 0 if guard.notified else 1
     quit_on_last = app.quitOnLastWindowClosed()
     app.setQuitOnLastWindowClosed(False)  # the overlay is a tool window; quit when the main window closes
     gui = CaptionerApp(settings)
     gui.window.closed.connect(app.quit)
+    guard.activated.connect(gui.bring_to_front)
     app.aboutToQuit.connect(gui.shutdown)
     previous_hook = sys.excepthook
     sys.excepthook = _excepthook_for(gui)
@@ -140,3 +190,4 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         sys.excepthook = previous_hook
         app.aboutToQuit.disconnect(gui.shutdown)
         app.setQuitOnLastWindowClosed(quit_on_last)
+        guard.release()

@@ -15,8 +15,8 @@ import math
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMessageBox,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
@@ -37,6 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
+from captioner.engine.qt_emit import emit
 from captioner.engine.qt_worker import EngineConfig, EngineController, SourceSpec
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 from captioner.ui.level_meter import LevelMeter
@@ -49,6 +51,13 @@ from captioner.ui.settings import Keys, Settings
 BACKLOG_WARN_S = 4.0
 #: Backlog below which that warning is withdrawn.
 BACKLOG_OK_S = 1.0
+#: Window size (px): the smallest it can be made, and the first-run default.
+MIN_WINDOW = (600, 520)
+DEFAULT_WINDOW = (820, 720)
+#: Height (px) the transcript pane always keeps (about five lines).
+MIN_TRANSCRIPT_PX = 110
+#: Message codes that stay when a run starts (they are not about the previous run).
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
 
 _BACKENDS = [
     ("default", "Built-in model (English, offline)"),
@@ -109,6 +118,12 @@ class MainWindow(QMainWindow):
         self._partials: dict[str, str] = {}
         self._stats: dict[str, Stats] = {}
         self._meters: dict[str, LevelMeter] = {}
+        #: (source, start, text) of each segment shown -> its block in the transcript pane.
+        self._segment_blocks: dict[tuple, int] = {}
+        self._separator_pending = False
+        self._unsaved = False  # transcript text not yet written by Save as… (or autosave)
+        self._quitting = False  # a close is waiting for the engine to drain
+        self._close_choice: str | None = None  # "save" / "discard" once asked during a close
         self._build()
         self._load_settings()
         self._wire()
@@ -175,9 +190,11 @@ class MainWindow(QMainWindow):
         self.language_combo = QComboBox()
         self.language_combo.addItem("English", "en")
         self.language_combo.addItem("Chinese", "zh")
-        timing.addWidget(QLabel("Clock:"))
+        self.clock_label = QLabel("Clock:")
+        self.delay_label = QLabel("Delay:")
+        timing.addWidget(self.clock_label)
         timing.addWidget(self.clock_combo)
-        timing.addWidget(QLabel("Delay:"))
+        timing.addWidget(self.delay_label)
         timing.addWidget(self.delay_combo)
         timing.addWidget(QLabel("Language:"))
         timing.addWidget(self.language_combo)
@@ -262,7 +279,11 @@ class MainWindow(QMainWindow):
         view.addAction(self.start_action)
         view.addAction(self.overlay_action)
         view.addAction(self.click_through_action)
-        self.resize(820, 680)
+        # resizable: a sensible minimum, a default size that fits the screen; the transcript
+        # pane keeps a minimum height so messages never squeeze it away
+        self.transcript_view.setMinimumHeight(MIN_TRANSCRIPT_PX)
+        self.setMinimumSize(*MIN_WINDOW)
+        self.resize(*DEFAULT_WINDOW)
 
     def _wire(self) -> None:
         w = self.controller  # its signals arrive in the GUI thread, in order
@@ -373,6 +394,9 @@ class MainWindow(QMainWindow):
         clocked = backend in _CLOCKED
         for wdg in (self.clock_combo, self.delay_combo):
             wdg.setEnabled(clocked and not busy)
+        # the built-in and TFLite models have no Audio8 clock/delay to choose: hide the pickers
+        for wdg in (self.clock_label, self.clock_combo, self.delay_label, self.delay_combo):
+            wdg.setVisible(clocked)
         self.language_combo.setEnabled(clocked and not busy)
         if not clocked:
             _select(self.language_combo, "en")
@@ -455,9 +479,11 @@ class MainWindow(QMainWindow):
         self.save_settings()
         autosave = self.autosave_edit.text().strip() if self.autosave_check.isChecked() else None
         self.recorder.begin(config.backend, [s.label for s in config.sources], autosave)
-        if self.transcript_view.document().characterCount() > 1:
-            self._append_line("— new session —")
         self.overlay.clear()
+        # "— new session —" goes in before this run's first line, so a Start that fails
+        # (or a run that heard nothing) leaves no empty separator behind
+        self._separator_pending = self.transcript_view.document().characterCount() > 1
+        self._segment_blocks.clear()
         self._open_text.clear()
         self._partials.clear()
         self._stats.clear()
@@ -493,8 +519,12 @@ class MainWindow(QMainWindow):
 
     # -- engine signals ----------------------------------------------------------------------
     def _on_state(self, state: str) -> None:
+        if state == "idle":
+            # "idle" is taken from stopped(), which comes after the run's last events: a Start
+            # pressed between the two would otherwise have its new transcript ended by them
+            return
         self.engine_state = state
-        self.progress.setVisible(state == "loading")
+        self.progress.setVisible(state == "loading" or self._quitting)
         if state == "running":
             self.status_label.setText("Captioning")
         self._update_controls()
@@ -506,6 +536,9 @@ class MainWindow(QMainWindow):
             self.progress.setVisible(False)
 
     def _on_started(self) -> None:
+        # a successful start settles the previous run's errors and warnings
+        self.messages.clear_where(lambda row: row.severity in ("error", "warning")
+                                  and row.code not in PERSISTENT_MESSAGES)
         self.engine_state = "running"
         self._update_controls()
 
@@ -524,6 +557,8 @@ class MainWindow(QMainWindow):
             meter.reset()
         self.messages.clear("backlog")
         self._update_controls()
+        if self._quitting:
+            QTimer.singleShot(0, self.close)  # the drain is done: finish the close
 
     def _on_error(self, message: str, code: str) -> None:
         self.messages.show_message(message, "error", code)
@@ -552,17 +587,39 @@ class MainWindow(QMainWindow):
             self._show_notice(ev)
 
     def _on_segment(self, seg) -> None:
+        """Show a closed segment once; a segment announced again (e.g. re-closed as the end of a
+        turn after a sentence/length split) updates its line instead of adding a copy."""
         text = seg.text.strip()
+        key = (seg.source, seg.start, seg.text)
+        line = f"[{format_time(seg.start)}] {seg.source + ': ' if seg.source else ''}{text}"
+        block = self._segment_blocks.get(key)
+        if block is not None:
+            self._replace_line(block, line)
+            return
         rest = self._open_text.get(seg.source, "")
         self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""
         if text:
-            label = f"{seg.source}: " if seg.source else ""
-            self._append_line(f"[{format_time(seg.start)}] {label}{text}")
+            if self._separator_pending:
+                self._separator_pending = False
+                self._append_line("— new session —")
+            self._segment_blocks[key] = self._append_line(line)
+            if self.recorder.autosave_path is None:  # an autosaved run is written as it goes
+                self._unsaved = True
         self._render_live()
 
-    def _append_line(self, line: str) -> None:
+    def _append_line(self, line: str) -> int:
+        """Append one line to the pane; returns its block number."""
         self.transcript_view.appendPlainText(line)
-        self.transcript_line.emit(line)
+        emit(self.transcript_line, line)
+        return self.transcript_view.document().blockCount() - 1
+
+    def _replace_line(self, block_number: int, line: str) -> None:
+        block = self.transcript_view.document().findBlockByNumber(block_number)
+        if not block.isValid() or block.text() == line:
+            return
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(line)
 
     def _render_live(self) -> None:
         parts = []
@@ -625,23 +682,28 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - TranscriptWriteError, ValueError: shown, never raised
             self.messages.show_message(f"The transcript was not saved: {exc}", "error", "save")
             return None
+        self._unsaved = False
         self.messages.show_message(f"Transcript saved to {written}.", "info", "save")
         self.settings.set(Keys.LAST_SAVE_DIR, str(Path(written).parent))
         return Path(written)
 
-    def save_dialog(self) -> None:
-        """Ask for a file name and format (TXT, SRT, VTT, JSON) and save."""
+    def save_dialog(self) -> Path | None:
+        """Ask for a file name and format (TXT, SRT, VTT, JSON) and save.
+
+        Returns:
+            The file written, or ``None`` when the user cancelled or writing failed.
+        """
         filters = {"txt": "Plain text (*.txt)", "srt": "SubRip subtitles (*.srt)", "vtt": "WebVTT subtitles (*.vtt)",
                    "json": "JSON with times (*.json)"}
         start = self.settings.get(Keys.LAST_SAVE_DIR) or str(Path.home())
         path, chosen = QFileDialog.getSaveFileName(self, "Save transcript", os.path.join(start, "transcript.txt"),
                                                    ";;".join(filters.values()))
         if not path:
-            return
+            return None
         fmt = next((k for k, v in filters.items() if v == chosen), "txt")
         if Path(path).suffix.lower() not in SAVE_FORMATS.values():
             path += SAVE_FORMATS[fmt]
-        self.save_transcript(path)
+        return self.save_transcript(path)
 
     def _browse_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Audio file", self.file_edit.text(),
@@ -690,6 +752,7 @@ class MainWindow(QMainWindow):
             self.messages.show_message(f"The journal could not be read: {exc}", "error", "recovery")
             return
         self._append_line("— recovered session —")
+        self._unsaved = True
         for seg in transcript.segments:
             if seg.text.strip():
                 label = f"{seg.source}: " if seg.source else ""
@@ -697,11 +760,65 @@ class MainWindow(QMainWindow):
         self.messages.show_message("The previous session was recovered. Use Save as… to keep it.", "info", "recovered")
 
     # -- closing -------------------------------------------------------------------------------
+    def has_unsaved_text(self) -> bool:
+        """True when the window shows transcript text that no Save as… (or autosave) has written."""
+        return self._unsaved or any(t.strip() for t in self._open_text.values())
+
+    def ask_unsaved(self) -> str:
+        """Ask what to do with the unsaved transcript on quit: ``"save"``, ``"discard"`` or ``"cancel"``."""
+        journal = self.recorder.journal_path
+        where = (f" Until then a copy is kept only in the session journal, {journal}, which is meant for "
+                 "crash recovery, not for reading." if journal else "")
+        box = QMessageBox(QMessageBox.Icon.Question, "Quit captioner",
+                          "The transcript has text that has not been saved. Save it before quitting?" + where,
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        box.setDefaultButton(QMessageBox.StandardButton.Save)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
+
+    def _begin_quitting(self) -> None:
+        """Stop the engine (it drains: the last words are decoded) and close when it has stopped."""
+        self._quitting = True
+        self.stop()
+        self.status_label.setText("Quitting: finishing the last words…")
+        self.progress.setRange(0, 0)  # busy indicator while the model drains and files are flushed
+        self.progress.setVisible(True)
+        self.start_button.setEnabled(False)
+        self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
+                                   "This can take a few seconds.", "info", "quitting")
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        """Save the settings; the app stops the engine (draining) before quitting."""
+        """Quit: ask about unsaved text (Save / Discard / Cancel), let a running engine drain
+        (with feedback), then save the settings and emit :attr:`closed` (the app quits)."""
+        if self._close_choice is None and self.has_unsaved_text():
+            choice = self.ask_unsaved()
+            if choice not in ("save", "discard"):
+                self._cancel_close(event)
+                return
+            self._close_choice = choice
+        if self.engine_state != "idle":
+            event.ignore()
+            if not self._quitting:
+                self._begin_quitting()
+            return
+        if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
+            self._cancel_close(event)  # the save was cancelled or failed: stay open
+            return
+        self._quitting = False
+        self._close_choice = None
+        self.messages.clear("quitting")
         self.save_settings()
         super().closeEvent(event)
-        self.closed.emit()
+        emit(self.closed)
+
+    def _cancel_close(self, event: QCloseEvent) -> None:
+        event.ignore()
+        self._quitting = False
+        self._close_choice = None
+        self.messages.clear("quitting")
+        self._update_controls()
 
 
 def _select(combo: QComboBox, data) -> bool:

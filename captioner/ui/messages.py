@@ -3,7 +3,8 @@
 Errors never open a blocking dialog and never show a traceback: each message is a
 row with an icon colour for its severity, the text, optional action buttons and a
 close button. A message with a ``code`` replaces the previous message with the
-same code, so a repeating condition ("backlog growing") shows once.
+same code, so a repeating condition ("backlog growing") shows once; a message
+without a code replaces one with the same text. At most ``MAX_ROWS`` show.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+
+from captioner.engine.qt_emit import emit
 
 _COLOURS = {"info": "#2d6cdf", "warning": "#c98a00", "error": "#c0392b"}
 
@@ -57,7 +60,7 @@ class MessageRow(QFrame):
 
     def dismiss(self) -> None:
         """Remove this message."""
-        self.closed.emit()
+        emit(self.closed)
 
 
 class MessageBar(QWidget):
@@ -68,8 +71,9 @@ class MessageBar(QWidget):
     """
 
     shown = Signal(str, str, str)
-    #: Messages kept at most; the oldest go first.
-    MAX_ROWS = 4
+    #: Messages kept at most (more would push the window's content down); the oldest
+    #: info messages go first, then the oldest of any kind.
+    MAX_ROWS = 3
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -96,20 +100,29 @@ class MessageBar(QWidget):
         """
         if code:
             self.clear(code)
+        else:
+            self.clear_where(lambda r: not r.code and r.text == text)  # the same text once
         row = MessageRow(text, severity, code, actions or [])
         row.closed.connect(lambda r=row: self._remove(r))
         self.rows.append(row)
         self._layout.addWidget(row)
         while len(self.rows) > self.MAX_ROWS:
-            self._remove(self.rows[0])
+            infos = [r for r in self.rows[:-1] if r.severity == "info"]
+            self._remove(infos[0] if infos else self.rows[0])
         self.setVisible(True)
-        self.shown.emit(text, row.severity, code)
+        emit(self.shown, text, row.severity, code)
         return row
 
     def clear(self, code: str | None = None) -> None:
         """Remove every message, or only those with ``code``."""
         for row in list(self.rows):
             if code is None or row.code == code:
+                self._remove(row)
+
+    def clear_where(self, predicate: Callable[[MessageRow], bool]) -> None:
+        """Remove every message for which ``predicate(row)`` is true."""
+        for row in list(self.rows):
+            if predicate(row):
                 self._remove(row)
 
     def messages(self) -> list[tuple[str, str, str]]:

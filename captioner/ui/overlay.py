@@ -5,9 +5,10 @@ What it guarantees (issue #4, DESIGN section 6):
 * never takes keyboard focus (``Qt.WindowDoesNotAcceptFocus``, shown without
   activation, a tool window that is not in the task bar);
 * readable on any background: a translucent rounded panel whose opacity the user
-  sets, and text drawn with a dark outline;
+  sets (0.7 by default), and text drawn with an outline and a soft shadow;
 * ``lines`` (1-5) visual lines, newest at the bottom; committed text never changes,
-  the partial tail is italic and dimmed;
+  the partial tail is italic in a pale tint, with the same outline and shadow
+  (>= 4.5:1 against the default panel, see :func:`contrast_ratio`);
 * wrapping by Qt's Unicode line breaker (QTextLayout, UAX #14), so Chinese/Japanese
   text without spaces and mixed CJK/Latin wrap within the width;
 * click-through (input transparent) or draggable/resizable;
@@ -42,6 +43,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QWidget
 
+from captioner.engine.qt_emit import emit
 from captioner.events import Event
 from captioner.ui.caption_model import CaptionLine, CaptionModel
 from captioner.ui.settings import Keys, Settings
@@ -74,6 +76,29 @@ class VisualLine:
     def text(self) -> str:
         """Everything shown on the line."""
         return self.final + self.partial
+
+
+def relative_luminance(color: QColor) -> float:
+    """WCAG 2.x relative luminance of an opaque sRGB colour, in [0, 1]."""
+
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * lin(color.redF()) + 0.7152 * lin(color.greenF()) + 0.0722 * lin(color.blueF())
+
+
+def contrast_ratio(a: QColor, b: QColor) -> float:
+    """WCAG 2.x contrast ratio of two opaque colours, 1..21 (4.5 is the AA level for body text)."""
+    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def panel_over(background: QColor, opacity: float, backdrop: QColor) -> QColor:
+    """The overlay panel colour as seen over ``backdrop`` (alpha blending at ``opacity`` 0..1)."""
+    o = max(0.0, min(1.0, opacity))
+    return QColor.fromRgbF(*(o * x + (1.0 - o) * y for x, y in zip(
+        (background.redF(), background.greenF(), background.blueF()),
+        (backdrop.redF(), backdrop.greenF(), backdrop.blueF()))))
 
 
 def _glyph_path(tl, start: int, length: int, origin: QPointF) -> QPainterPath:
@@ -354,6 +379,11 @@ class CaptionOverlay(QWidget):
         y0 = self.height() - MARGIN - lh * len(self._shown)
         stroke = QPen(self.outline_color, max(2.0, self.caption_font.pointSizeF() / 9.0))
         stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        shadow_colour = QColor(self.outline_color)
+        shadow_colour.setAlphaF(0.45)
+        shadow = QPen(shadow_colour, stroke.widthF() * 1.5)
+        shadow.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        shadow_offset = max(1.5, self.caption_font.pointSizeF() / 14.0)
         for row, (layout, i, line) in enumerate(self._shown):
             tl = layout.lineAt(i)
             origin = QPointF(MARGIN, y0 + row * lh - tl.y())
@@ -361,7 +391,10 @@ class CaptionOverlay(QWidget):
             n_final = len(line.shown_label) + len(line.final)
             final = _glyph_path(tl, a, min(b, n_final) - a, origin)
             partial = _glyph_path(tl, max(a, n_final), b - max(a, n_final), origin)
-            # outline first, then the fill on top: readable on any background
+            # a soft shadow, the outline, then the fill on top: readable on any background;
+            # the partial tail gets the same treatment as the final text (only tint + italic differ)
+            for path in (final, partial):
+                painter.strokePath(path.translated(shadow_offset, shadow_offset), shadow)
             painter.strokePath(final, stroke)
             painter.strokePath(partial, stroke)
             painter.fillPath(final, self.text_color)
@@ -394,7 +427,7 @@ class CaptionOverlay(QWidget):
         if persist and self.settings is not None:
             self.settings.set(Keys.OVERLAY_CLICK_THROUGH, on)
         if changed:
-            self.click_through_changed.emit(on)
+            emit(self.click_through_changed, on)
         self.update()
 
     def toggle_click_through(self) -> None:
@@ -494,7 +527,7 @@ class CaptionOverlay(QWidget):
         key = screen_key(screen)
         g = self.geometry()
         self.settings.set_overlay_geometry(key, (g.x(), g.y(), g.width(), g.height()))
-        self.geometry_saved.emit(key)
+        emit(self.geometry_saved, key)
 
     def default_geometry(self, screen: QScreen) -> QRect:
         """Bottom centre of ``screen``, 70% of its width, tall enough for the line limit."""

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from captioner.engine.qt_emit import emit
 from captioner.events import Event, Notice
 from captioner.transcript import (
     LiveTranscript,
@@ -79,7 +80,7 @@ class TranscriptRecorder(QObject):
         self.live, problem = LiveTranscript.start(self.journal_dir, backend=backend, sources=sources)
         self.transcript = self.live.transcript
         if problem is not None:
-            self.notice.emit(problem)
+            emit(self.notice, problem)
         self.autosave_path = None
         self._autosave_failed = False
         if autosave_dir:
@@ -92,9 +93,9 @@ class TranscriptRecorder(QObject):
             return
         problem = self.live.add(event)
         if problem is not None:
-            self.notice.emit(problem)
+            emit(self.notice, problem)
         for seg in self.live.closed_segments:
-            self.segment_closed.emit(seg)
+            emit(self.segment_closed, seg)
         if self.live.closed_segments and self.autosave_path is not None and not self._timer.isActive():
             self._timer.start()
 
@@ -104,11 +105,17 @@ class TranscriptRecorder(QObject):
         if live is None:
             return
         for seg in self.transcript.close_all():
-            self.segment_closed.emit(seg)
+            emit(self.segment_closed, seg)
         problem = live.close()
         if problem is not None:
-            self.notice.emit(problem)
+            emit(self.notice, problem)
         self.write_autosave()
+
+    @property
+    def journal_path(self) -> Path | None:
+        """The crash-recovery journal of the current (or last) run, if one was written."""
+        path = self.transcript.metadata.get("journal") if hasattr(self.transcript, "metadata") else None
+        return Path(path) if path else None
 
     @property
     def running(self) -> bool:
@@ -135,11 +142,11 @@ class TranscriptRecorder(QObject):
         except (TranscriptWriteError, OSError) as exc:
             if not self._autosave_failed:
                 self._autosave_failed = True
-                self.notice.emit(Notice(f"{exc} The transcript is kept in memory and in the journal.",
+                emit(self.notice, Notice(f"{exc} The transcript is kept in memory and in the journal.",
                                         "error", "autosave_failed"))
             return
         self._autosave_failed = False
-        self.autosaved.emit(str(self.autosave_path))
+        emit(self.autosaved, str(self.autosave_path))
 
     # -- crash recovery --------------------------------------------------------------------------
     def unfinished(self) -> list[Path]:

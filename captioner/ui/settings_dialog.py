@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from captioner.engine.qt_emit import emit
 from captioner.ui.overlay import always_on_top_note
 from captioner.ui.settings import Keys, Settings
 
@@ -135,7 +136,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
         s.sync()
-        self.applied.emit()
+        emit(self.applied)
 
     def accept(self) -> None:
         """OK: apply and close."""

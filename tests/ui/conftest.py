@@ -21,3 +21,12 @@ def settings(tmp_path):
 def _private_data_dir(tmp_path, monkeypatch):
     """Journals and autosaves of a test go to its own folder, never the user's data dir."""
     monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "captioner-data"))
+
+
+@pytest.fixture(autouse=True)
+def _no_modal_quit_question(monkeypatch):
+    """Closing a window with unsaved text asks Save/Discard/Cancel in a modal box; tests that do not
+    test that question answer "discard" (teardown closes every window)."""
+    from captioner.ui.main_window import MainWindow
+
+    monkeypatch.setattr(MainWindow, "ask_unsaved", lambda self: "discard")

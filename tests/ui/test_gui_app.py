@@ -90,3 +90,20 @@ def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_pat
     app.shutdown()  # what quitting does: drain, deliver the last events, close the journal
     assert app.window.recorder.transcript.text().split() == words
     assert find_unfinished() == []  # the journal was closed cleanly
+
+
+def test_run_gui_without_a_display_says_so_and_returns_1(monkeypatch, capsys, settings):
+    import sys
+
+    from captioner.ui.app import display_problem, run_gui
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert run_gui([], settings=settings) == 1
+    err = capsys.readouterr().err
+    assert "no graphical display found" in err and "captioner transcribe FILE" in err and "captioner listen" in err
+    assert "xcb" not in err
+    assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") == ""
+    assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") == ""
+    assert display_problem({}, "win32") == "" and display_problem({}, "darwin") == ""

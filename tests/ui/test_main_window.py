@@ -147,6 +147,16 @@ def test_clock_and_delay_pickers(make_window):
     assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
 
 
+@pytest.mark.parametrize("backend, shown", [("default", False), ("tflite", False), ("audio8", True),
+                                             ("remote", True)])
+def test_clock_and_delay_show_only_for_backends_with_a_clock(make_window, backend, shown):
+    win, _ = make_window()
+    win.backend_combo.setCurrentIndex(win.backend_combo.findData(backend))
+    for wdg in (win.clock_label, win.clock_combo, win.delay_label, win.delay_combo):
+        assert wdg.isVisible() is shown
+    assert win.language_combo.isVisible()
+
+
 def test_autosave_folder_gets_the_transcript(make_window, qtbot, tmp_path):
     win, record = make_window()
     folder = tmp_path / "captions"
@@ -224,3 +234,140 @@ def test_device_lost_notice_is_shown_and_text_is_kept(make_window, qtbot):
     assert win.transcript_view.toPlainText() == before and win.recorder.transcript.text().split() == WORDS
     win._on_event(Notice("stopped", "info", "stopped"))  # the pipeline's end marker is not a message
     assert win.messages.messages()[-1][2] == "device_lost"
+
+
+def test_long_sentence_then_turn_boundary_is_shown_once(make_window):
+    """A sentence > 80 chars closes its segment; the TurnBoundary right after must not add a copy."""
+    win, _ = make_window()
+    win.recorder.begin("fake", ["You"])
+    sentence = ("Today we will discuss the quarterly budget, the new hiring plan and the office move "
+                "before lunch.")
+    assert len(sentence) > 80
+    win._on_event(TextDelta(sentence, 0.0, 6.0, True, "You"))
+    win._on_event(TurnBoundary(6.2, source="You"))
+    win._on_event(TextDelta(" Any questions?", 7.0, 8.0, True, "You"))
+    win._on_event(TurnBoundary(8.2, source="You"))
+    lines = win.transcript_view.toPlainText().splitlines()
+    assert lines == [f"[0:00] You: {sentence}", "[0:07] You: Any questions?"]
+    assert win.live_text() == ""
+
+
+def test_a_segment_announced_again_updates_its_line(make_window):
+    from captioner.transcript.model import Segment
+
+    win, _ = make_window()
+    first = Segment("You", 1.0, 2.0, " hello there.", False, "sentence")
+    win._on_segment(first)
+    win._on_segment(Segment("You", 3.0, 4.0, " next one", True, "line"))
+    win._on_segment(Segment("You", 1.0, 2.0, " hello there.", True, "line"))  # re-closed as a turn end
+    assert win.transcript_view.toPlainText().splitlines() == ["[0:01] You: hello there.", "[0:03] You: next one"]
+
+
+def test_failed_starts_add_no_session_separator(make_window, qtbot):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    before = win.transcript_view.toPlainText()
+    worker = win.controller.worker
+    working = worker.source_factory
+
+    def unplugged(specs, backend):
+        raise OSError("unplugged")
+
+    worker.source_factory = unplugged  # the worker is idle between runs
+    for _ in range(2):
+        with qtbot.waitSignal(win.controller.stopped, timeout=5000):
+            win.start_button.click()
+    assert win.transcript_view.toPlainText() == before  # no empty "— new session —" lines
+    worker.source_factory = working
+    _run_and_stop(qtbot, win, record)
+    assert win.transcript_view.toPlainText().count("— new session —") == 1
+
+
+def test_messages_replace_dedupe_and_are_capped(make_window):
+    win, _ = make_window()
+    bar = win.messages
+    bar.show_message("Device lost.", "warning", "device_lost")
+    bar.show_message("Device lost again.", "warning", "device_lost")
+    assert [m[:3] for m in bar.messages()] == [("Device lost again.", "warning", "device_lost")]
+    bar.show_message("Hello.", "info")
+    bar.show_message("Hello.", "info")
+    assert [m[0] for m in bar.messages()].count("Hello.") == 1
+    for i in range(4):
+        bar.show_message(f"Problem {i}.", "error", f"e{i}")
+    assert len(bar.messages()) == bar.MAX_ROWS == 3
+    assert [m[0] for m in bar.messages()] == ["Problem 1.", "Problem 2.", "Problem 3."]
+
+
+def test_successful_start_clears_old_error_banners(make_window, qtbot):
+    win, record = make_window()
+    win._on_error("The audio device could not be used: gone.", "device_error")
+    win.messages.show_message("Recover the old session?", "warning", "recovery")
+    assert [m[2] for m in win.messages.messages()] == ["device_error", "recovery"]
+    _run_and_stop(qtbot, win, record)
+    assert [m[2] for m in win.messages.messages()] == ["recovery"]
+
+
+def test_window_is_resizable_and_the_transcript_keeps_room(make_window, qtbot):
+    from captioner.ui.main_window import MIN_TRANSCRIPT_PX, MIN_WINDOW
+
+    win, _ = make_window()
+    assert (win.minimumWidth(), win.minimumHeight()) == MIN_WINDOW
+    assert win.maximumWidth() > 2000 and win.maximumHeight() > 2000  # not a fixed size
+    for i in range(5):
+        win.messages.show_message(f"A long message number {i} that wraps over a line or two. " * 2, "warning",
+                                  f"m{i}")
+    win.resize(*MIN_WINDOW)
+    qtbot.waitUntil(lambda: win.transcript_view.height() >= MIN_TRANSCRIPT_PX, timeout=2000)
+    win.resize(1000, 900)
+    qtbot.waitUntil(lambda: win.height() == 900, timeout=2000)
+
+
+def test_quit_without_text_does_not_ask(make_window, qtbot, monkeypatch):
+    win, _ = make_window()
+    monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although nothing was captioned"))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+
+
+def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qtbot, monkeypatch, tmp_path):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    asked = []
+    monkeypatch.setattr(win, "ask_unsaved", lambda: asked.append(win.recorder.journal_path) or "cancel")
+    closed = []
+    win.closed.connect(lambda: closed.append(True))
+    win.close()
+    assert len(asked) == 1 and win.isVisible() and not closed
+    assert asked[0] is not None and asked[0].exists()  # the question names the journal file
+    # Save: the dialog's file is written, then the window closes
+    target = tmp_path / "kept.txt"
+    monkeypatch.setattr(win, "ask_unsaved", lambda: "save")
+    monkeypatch.setattr(win, "save_dialog", lambda: win.save_transcript(str(target)))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+    assert "alpha bravo charlie delta echo" in target.read_text(encoding="utf-8")
+
+
+def test_saved_text_quits_without_asking(make_window, qtbot, monkeypatch, tmp_path):
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    assert win.has_unsaved_text()
+    assert win.save_transcript(str(tmp_path / "t.txt")) is not None
+    assert not win.has_unsaved_text()
+    monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although the text was saved"))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
+
+
+def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(make_window, qtbot):
+    win, record = make_window()
+    win.start_button.click()
+    qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: win.engine_state == "running", timeout=5000)
+    seen = []
+    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.progress.isVisible())))
+    with qtbot.waitSignal(win.closed, timeout=5000):
+        win.close()  # discard (conftest); the engine drains first
+    assert ("quitting", True) in seen
+    assert win.recorder.transcript.text().split() == WORDS  # the drained last word is kept
+    assert not win.recorder.running  # the journal was closed

@@ -214,3 +214,28 @@ def test_line_setting_resizes_keeping_the_bottom_edge(overlay, settings):
     assert [v.text for v in overlay.visible_lines()] == [f"Meeting: turn {i}" for i in range(2, 6)]
     overlay.resize(overlay.width(), overlay.preferred_height() // 2)  # user made it smaller: show what fits
     assert len(overlay.visible_lines()) < 4
+
+
+def test_default_partial_colour_is_distinct_and_readable_on_any_backdrop(qtbot, settings):
+    """Partial text: a tint of its own (not the final white), >= 4.5:1 against the default panel."""
+    from captioner.ui.overlay import contrast_ratio, panel_over
+
+    ov = CaptionOverlay(settings)  # the user's defaults
+    qtbot.addWidget(ov)
+    assert ov.opacity >= 0.7
+    assert ov.partial_color != ov.text_color
+    for backdrop in (QColor("#ffffff"), QColor("#ffff66"), QColor("#808080"), QColor("#000000")):
+        panel = panel_over(ov.background_color, ov.opacity, backdrop)
+        assert contrast_ratio(ov.partial_color, panel) >= 4.5, backdrop.name()
+        assert contrast_ratio(ov.text_color, panel) >= 4.5, backdrop.name()
+    # the old grey on the old 0.6 panel over white: the case the QA pass found hard to read
+    assert contrast_ratio(QColor("#b8b8b8"), panel_over(QColor("#000000"), 0.6, QColor("#ffffff"))) < 3.5
+
+
+def test_partial_text_gets_the_outline_and_is_italic(overlay):
+    overlay.apply_event(part("hello world"))
+    img = overlay.grab().toImage()
+    assert _count(img, GREEN) > 20
+    assert _count(img, QColor(0, 0, 0), tol=30) > 20  # the outline/shadow round the partial glyphs
+    layout = overlay._shown[-1][0]
+    assert any(r.format.fontItalic() and r.length == len("hello world") for r in layout.formats())

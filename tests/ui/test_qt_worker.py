@@ -109,3 +109,32 @@ def test_stop_while_loading_cancels_the_start(qtbot, cleanup):
         release.set()
     qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
     assert record["pipelines"] == [] and len(record["backends"]) == 1  # loaded, kept for the next start
+
+
+def test_unreadable_file_gets_file_advice_not_device_advice(qtbot, cleanup, tmp_path):
+    """A text file renamed .wav: the real file source fails; the advice is about formats, not devices."""
+    from captioner.engine.qt_worker import default_pipeline_factory, default_source_factory
+
+    bad = tmp_path / "notes.wav"
+    bad.write_text("this is not audio\n", encoding="utf-8")
+    bf, _, _, _ = fake_factories({})
+    ctl = EngineController(EngineWorker(bf, default_source_factory, default_pipeline_factory))
+    cleanup.append(ctl)
+    with qtbot.waitSignal(ctl.error, timeout=10000) as blocker:
+        ctl.start(EngineConfig(sources=(SourceSpec("file", "notes.wav", path=str(bad)),)))
+    message, code = blocker.args
+    assert code == "file_error"
+    assert "notes.wav" in message and "ffmpeg" in message and "WAV, FLAC" in message
+    assert "device" not in message.lower() and "Source box" not in message
+    qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
+
+
+def test_device_errors_point_at_the_device_lists():
+    from captioner.audio.source import SourceError
+    from captioner.engine.qt_worker import describe_error
+
+    message, code = describe_error(SourceError("no input device named 'USB mic'"), "start", ("microphone",))
+    assert code == "device_error" and "Refresh devices" in message and "Microphone or System audio list" in message
+    assert "Source box" not in message
+    message, code = describe_error(SourceError("cannot read x.wav"), "start", ("file",))
+    assert code == "file_error" and "Refresh" not in message

@@ -50,7 +50,7 @@ def test_bad_stored_values_give_defaults(settings):
     store.setValue(Keys.OVERLAY_CLICK_THROUGH.path, "maybe")
     assert settings.get(Keys.OVERLAY_LINES) == 2
     assert settings.get(Keys.CLOCK_MS) == 80
-    assert settings.get(Keys.OVERLAY_OPACITY) == 0.6
+    assert settings.get(Keys.OVERLAY_OPACITY) == 0.7
     assert settings.get(Keys.OVERLAY_CLICK_THROUGH) is False
 
 
