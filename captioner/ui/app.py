@@ -39,7 +39,7 @@ class CaptionerApp:
         self.window.setWindowIcon(app_icon())
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)
-        self.window.quit_action.triggered.connect(self.window.close)
+        self.window.quit_action.triggered.connect(self.window.request_quit)
         self._shut = False
 
     def show(self) -> None:

@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self._unsaved = False  # transcript text not yet written by Save as… (or autosave)
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
+        self._user_quit = False  # the close in progress was asked for by the user (may ask questions)
         self._build()
         self._load_settings()
         self._wire()
@@ -789,24 +790,49 @@ class MainWindow(QMainWindow):
         self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
                                    "This can take a few seconds.", "info", "quitting")
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        """Quit: ask about unsaved text (Save / Discard / Cancel), let a running engine drain
-        (with feedback), then save the settings and emit :attr:`closed` (the app quits)."""
+    def request_quit(self) -> bool:
+        """The user asked to quit (Quit / Ctrl+Q, the tray, the title bar's close button).
+
+        Asks Save / Discard / Cancel when there is unsaved text, then closes (a running
+        engine drains first, see :meth:`closeEvent`). Programmatic closes -- the app
+        quitting on SIGINT/SIGTERM, scripts -- never ask: the journal keeps the text.
+
+        Returns:
+            False when the user cancelled.
+        """
         if self._close_choice is None and self.has_unsaved_text():
             choice = self.ask_unsaved()
             if choice not in ("save", "discard"):
-                self._cancel_close(event)
-                return
+                self._close_choice = None
+                return False
             self._close_choice = choice
+        self._user_quit = True
+        self.close()
+        return True
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        """Close: a running engine drains first (with feedback), a chosen Save happens after
+        the drain, then the settings are saved and :attr:`closed` is emitted (the app quits)."""
+        if event.spontaneous() and not self._user_quit:  # the window manager's close button
+            event.ignore()
+            QTimer.singleShot(0, self.request_quit)
+            return
         if self.engine_state != "idle":
             event.ignore()
             if not self._quitting:
                 self._begin_quitting()
             return
+        if self._user_quit and self._close_choice is None and self.has_unsaved_text():
+            choice = self.ask_unsaved()  # text that arrived only with the drain
+            if choice not in ("save", "discard"):
+                self._cancel_close(event)
+                return
+            self._close_choice = choice
         if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
             self._cancel_close(event)  # the save was cancelled or failed: stay open
             return
         self._quitting = False
+        self._user_quit = False
         self._close_choice = None
         self.messages.clear("quitting")
         self.save_settings()
@@ -816,6 +842,7 @@ class MainWindow(QMainWindow):
     def _cancel_close(self, event: QCloseEvent) -> None:
         event.ignore()
         self._quitting = False
+        self._user_quit = False
         self._close_choice = None
         self.messages.clear("quitting")
         self._update_controls()

@@ -107,3 +107,14 @@ def test_run_gui_without_a_display_says_so_and_returns_1(monkeypatch, capsys, se
     assert display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") == ""
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") == ""
     assert display_problem({}, "win32") == "" and display_problem({}, "darwin") == ""
+
+
+def test_quit_action_asks_about_unsaved_text(gui, qtbot, monkeypatch):
+    asked = []
+    monkeypatch.setattr(gui.window, "ask_unsaved", lambda: asked.append(True) or "cancel")
+    gui.window._unsaved = True  # as after a captioned run
+    gui.window.quit_action.trigger()
+    assert asked == [True] and gui.window.isVisible()
+    monkeypatch.setattr(gui.window, "ask_unsaved", lambda: "discard")
+    with qtbot.waitSignal(gui.window.closed, timeout=2000):
+        gui.window.quit_action.trigger()

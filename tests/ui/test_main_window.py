@@ -326,7 +326,7 @@ def test_quit_without_text_does_not_ask(make_window, qtbot, monkeypatch):
     win, _ = make_window()
     monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although nothing was captioned"))
     with qtbot.waitSignal(win.closed, timeout=2000):
-        win.close()
+        win.request_quit()
 
 
 def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qtbot, monkeypatch, tmp_path):
@@ -336,7 +336,7 @@ def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qt
     monkeypatch.setattr(win, "ask_unsaved", lambda: asked.append(win.recorder.journal_path) or "cancel")
     closed = []
     win.closed.connect(lambda: closed.append(True))
-    win.close()
+    assert not win.request_quit()
     assert len(asked) == 1 and win.isVisible() and not closed
     assert asked[0] is not None and asked[0].exists()  # the question names the journal file
     # Save: the dialog's file is written, then the window closes
@@ -344,7 +344,7 @@ def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qt
     monkeypatch.setattr(win, "ask_unsaved", lambda: "save")
     monkeypatch.setattr(win, "save_dialog", lambda: win.save_transcript(str(target)))
     with qtbot.waitSignal(win.closed, timeout=2000):
-        win.close()
+        win.request_quit()
     assert "alpha bravo charlie delta echo" in target.read_text(encoding="utf-8")
 
 
@@ -356,7 +356,7 @@ def test_saved_text_quits_without_asking(make_window, qtbot, monkeypatch, tmp_pa
     assert not win.has_unsaved_text()
     monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("asked although the text was saved"))
     with qtbot.waitSignal(win.closed, timeout=2000):
-        win.close()
+        win.request_quit()
 
 
 def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(make_window, qtbot):
@@ -367,7 +367,17 @@ def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(ma
     seen = []
     win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.progress.isVisible())))
     with qtbot.waitSignal(win.closed, timeout=5000):
-        win.close()  # discard (conftest); the engine drains first
+        win.request_quit()  # discard (conftest); the engine drains first
     assert ("quitting", True) in seen
     assert win.recorder.transcript.text().split() == WORDS  # the drained last word is kept
     assert not win.recorder.running  # the journal was closed
+
+
+def test_programmatic_close_never_asks(make_window, qtbot, monkeypatch):
+    """SIGINT/SIGTERM and scripts quit through app.quit() -> close(): no question, the journal keeps the text."""
+    win, record = make_window()
+    _run_and_stop(qtbot, win, record)
+    assert win.has_unsaved_text()
+    monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("a programmatic close asked a question"))
+    with qtbot.waitSignal(win.closed, timeout=2000):
+        win.close()
