@@ -5,9 +5,26 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from captioner.asr.audio8.config import RIGHT_PAD_TEXT_TOKENS, OperatingPoint
+from captioner.asr.audio8.tiny import build_tiny_checkpoint
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's torch work on one thread (2-core CI), restoring the count after."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    """A tiny random Audio8 checkpoint directory in the real layout, built once per module."""
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("a8") / "ckpt")
 
 
 def make_audio(seconds: float, seed: int = 0, sr: int = 16000) -> np.ndarray:

@@ -15,6 +15,7 @@ pytest.importorskip("transformers")
 
 from safetensors.torch import load_file, save_file  # noqa: E402
 
+from audio8_helpers import one_torch_thread, tiny_dir  # noqa: E402,F401
 from captioner.asr.audio8 import load_audio8_backend  # noqa: E402
 from captioner.asr.audio8 import backend as backend_mod  # noqa: E402
 from captioner.asr.audio8.checkpoint import load_checkpoint  # noqa: E402
@@ -26,17 +27,7 @@ from captioner.asr.geometry import GeometryError, PostTrainedWarning  # noqa: E4
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("a8") / "ckpt")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from audio8_helpers import decode_stream, make_audio, reference_tokens  # noqa: E402
+from audio8_helpers import decode_stream, make_audio, one_torch_thread, reference_tokens, tiny_dir  # noqa: E402,F401
 
 from captioner.asr.audio8 import load_audio8_backend  # noqa: E402
 from captioner.asr.audio8.detok import IncrementalDetokenizer  # noqa: E402
@@ -22,17 +22,7 @@ from captioner.engine.session import StreamingSession, feed_many  # noqa: E402
 from captioner.events import TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    return build_tiny_checkpoint(tmp_path_factory.mktemp("a8s") / "ckpt")
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
