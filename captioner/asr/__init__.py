@@ -50,10 +50,9 @@ def load_backend(
     kind = (kind or "default").lower()
     if kind not in BACKENDS:
         raise BackendError(f"unknown backend {kind!r}; choose one of: {', '.join(BACKENDS)}")
-    if kind in ("audio8", "tflite") and not model:
-        raise BackendError(f"the {kind} backend needs --model (a {_MODEL_HINT[kind]})")
-    if kind in ("audio8", "tflite") and not os.path.exists(model):
-        raise BackendError(f"model not found: {model} (expected a {_MODEL_HINT[kind]})")
+    problem = model_problem(kind, model)
+    if problem:
+        raise BackendError(problem)
     if kind == "default":
         from captioner.asr.moonshine import MoonshineBackend
 
@@ -83,6 +82,21 @@ def load_backend(
     )
 
 
+def model_problem(kind: str, model: str | os.PathLike | None) -> str | None:
+    """Why ``model`` cannot serve backend ``kind`` (missing or nonexistent path), or None.
+
+    Cheap (no import, no file read): the CLI calls it to report a usage error before
+    anything loads; :func:`load_backend` raises it as a :class:`BackendError`.
+    """
+    if kind not in _MODEL_HINT:
+        return None
+    if not model:
+        return f"the {kind} backend needs --model (a {_MODEL_HINT[kind]})"
+    if not os.path.exists(model):
+        return f"model not found: {model} (expected a {_MODEL_HINT[kind]})"
+    return None
+
+
 _MODEL_HINT = {
     "audio8": "checkpoint directory with config.json and model.safetensors",
     "tflite": ".tflite file exported with `tensorflow_asr tflite`",
@@ -97,4 +111,5 @@ __all__ = [
     "StepResult",
     "StepRow",
     "load_backend",
+    "model_problem",
 ]

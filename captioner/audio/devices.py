@@ -306,6 +306,23 @@ def _is_loopback_name(name: str) -> bool:
 
 
 # -- public listings ---------------------------------------------------------------------------------------
+def _pulse_device(
+    src: "PulseSourceInfo", kind: str, pulse_idx: int | None, is_default: bool, description: str
+) -> InputDevice:
+    """A sound-server source as an input reached through PortAudio's ``pulse`` device."""
+    return InputDevice(
+        kind=kind,
+        name=src.name,
+        index=pulse_idx,
+        hostapi="PulseAudio",
+        channels=src.channels,
+        default_rate=float(src.rate),
+        is_default=is_default,
+        pulse_source=src.name,
+        description=description,
+    )
+
+
 def list_microphones(sd: Any = None, inventory: PulseInventory | None = None, platform: str | None = None) -> list[InputDevice]:
     """Microphones (real inputs), the default first.
 
@@ -330,17 +347,7 @@ def list_microphones(sd: Any = None, inventory: PulseInventory | None = None, pl
         pulse_idx = pulse_device_index(sd)
         if inv.sources and pulse_idx is not None:
             server = [
-                InputDevice(
-                    kind="microphone",
-                    name=s.name,
-                    index=pulse_idx,
-                    hostapi="PulseAudio",
-                    channels=s.channels,
-                    default_rate=float(s.rate),
-                    is_default=s.name == inv.default_source,
-                    pulse_source=s.name,
-                    description=s.description,
-                )
+                _pulse_device(s, "microphone", pulse_idx, s.name == inv.default_source, s.description)
                 for s in inv.sources
                 if not s.is_monitor
             ]
@@ -372,17 +379,7 @@ def list_system_sources(
         pulse_idx = pulse_device_index(sd)
         default = inv.default_monitor
         out = [
-            InputDevice(
-                kind="system",
-                name=s.name,
-                index=pulse_idx,
-                hostapi="PulseAudio",
-                channels=s.channels,
-                default_rate=float(s.rate),
-                is_default=s.name == default,
-                pulse_source=s.name,
-                description=s.description or f"Monitor of {s.monitor_of}",
-            )
+            _pulse_device(s, "system", pulse_idx, s.name == default, s.description or f"Monitor of {s.monitor_of}")
             for s in inv.sources
             if s.is_monitor
         ]

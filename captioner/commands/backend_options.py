@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-from captioner.asr import BACKENDS, load_backend
+from captioner.asr import BACKENDS, load_backend, model_problem
 from captioner.asr.geometry import ChunkGeometry, GeometryError
 
 
@@ -49,10 +49,9 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
               "(its timing comes from the model); ignoring them", file=sys.stderr)
     args.clock = DEFAULT_CLOCK_MS if args.clock is None else args.clock
     args.delay = DEFAULT_DELAY_MS if args.delay is None else args.delay
-    if args.backend in ("audio8", "tflite") and not args.model:
-        return f"--backend {args.backend} needs --model"
-    if args.model and args.backend in ("audio8", "tflite") and not os.path.exists(args.model):
-        return f"model not found: {args.model}"
+    problem = model_problem(args.backend, args.model)
+    if problem:
+        return problem
     if args.backend in ("audio8", "remote"):
         try:
             with warnings.catch_warnings():

@@ -35,7 +35,13 @@ from captioner.commands.backend_options import (
 )
 from captioner.events import Event, Notice, TextDelta
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
+from captioner.transcript.writers import (
+    FORMATS,
+    TranscriptWriteError,
+    format_from_path,
+    format_transcript,
+    write_transcript,
+)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -156,7 +162,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     out = out or sys.stdout
     err = err or sys.stderr
-    fmt = args.format or _format_from_path(args.output) or "txt"
+    named = format_from_path(args.output) if args.output else ""
+    fmt = args.format or (named if named in FORMATS else "") or "txt"
     if args.duration is not None and args.duration <= 0:
         print("captioner: error: --duration must be > 0 seconds", file=err)
         return 2
@@ -219,10 +226,3 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     elif args.format:
         out.write(format_transcript(result, fmt))
     return 1 if collector.failures else 0
-
-
-def _format_from_path(path: str | None) -> str | None:
-    if not path:
-        return None
-    ext = os.path.splitext(path)[1].lower().lstrip(".")
-    return ext if ext in FORMATS else None

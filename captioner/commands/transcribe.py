@@ -34,7 +34,13 @@ from captioner.commands.backend_options import (
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_transcript, write_transcript
+from captioner.transcript.writers import (
+    FORMATS,
+    TranscriptWriteError,
+    format_from_path,
+    format_transcript,
+    write_transcript,
+)
 
 #: Files longer than this (s) get progress lines on stderr.
 PROGRESS_AFTER_S = 5.0
@@ -91,7 +97,7 @@ def _notice(n: Notice | None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``captioner transcribe``; returns the exit code."""
-    fmt = args.format or (Path(args.output).suffix.lstrip(".").lower() if args.output else "") or "txt"
+    fmt = args.format or (format_from_path(args.output) if args.output else "") or "txt"
     if fmt not in FORMATS:
         _error(f"unknown output format {fmt!r}; use --format with one of: {', '.join(FORMATS)}")
         return 2

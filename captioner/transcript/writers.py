@@ -235,8 +235,13 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     return target
 
 
-def _fmt_from_path(path: Path) -> str:
-    suffix = path.suffix.lower().lstrip(".")
+def format_from_path(path: str | os.PathLike) -> str:
+    """The format named by ``path``'s suffix, lower-case (``.webvtt`` -> "vtt"); "" without one.
+
+    The result may be a suffix that is not in ``FORMATS``; callers decide whether that
+    is an error or falls back to a default.
+    """
+    suffix = Path(path).suffix.lower().lstrip(".")
     return "vtt" if suffix == "webvtt" else suffix
 
 
@@ -250,7 +255,7 @@ def write_transcript(
         TranscriptWriteError: the file cannot be written (message says why and what to do).
     """
     target = Path(path)
-    return write_text_atomic(target, format_transcript(transcript, fmt or _fmt_from_path(target), **options))
+    return write_text_atomic(target, format_transcript(transcript, fmt or format_from_path(target), **options))
 
 
 def write_txt(transcript: Transcript | Iterable[Segment], path: str | os.PathLike, **options: Any) -> Path:
