@@ -72,16 +72,12 @@ class Backend(abc.ABC):
         batch_size: ``B``, the most sessions one :meth:`step` call decodes.
         flush_chunks: whole chunks of silence appended by ``end()`` after the last
             audio chunk (Audio8: ``right_pad_text_tokens`` = 10; TFLite: 0).
-        exact_block_invariance: True when block size provably never changes the
-            transcript (fixed-chunk causal models); False for re-decoding models
-            (the default Moonshine model), where it holds only approximately.
     """
 
     name: str = "backend"
     geometry: ChunkGeometry
     batch_size: int = 1
     flush_chunks: int = 0
-    exact_block_invariance: bool = True
 
     @property
     def sample_rate(self) -> int:

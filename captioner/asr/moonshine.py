@@ -9,8 +9,7 @@ Moonshine streams by re-decoding the current *line* (a stretch of speech between
 pauses found by its own VAD): while a line is open its text may still change, so it is
 emitted as a *partial* hypothesis; when the line completes its text becomes *final* and a
 ``TurnBoundary(kind="line")`` follows. Because of that re-decoding the block-size
-invariance of DESIGN section 1 holds only approximately for this backend
-(``exact_block_invariance = False``).
+invariance of DESIGN section 1 holds only approximately for this backend.
 """
 
 from __future__ import annotations
@@ -86,7 +85,6 @@ class MoonshineBackend(Backend):
 
     name = "default"
     flush_chunks = 0
-    exact_block_invariance = False
 
     def __init__(self, model_dir: str | os.PathLike | None = None, batch_size: int = 4, language: str = "en") -> None:
         if language not in ("en", None, ""):

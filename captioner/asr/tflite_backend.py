@@ -205,7 +205,6 @@ class TFLiteBackend(Backend):
 
     name = "tflite"
     flush_chunks = 0
-    exact_block_invariance = True
 
     def __init__(self, path: str | os.PathLike, runtime: str = "auto", num_threads: int | None = None) -> None:
         self.info = read_tflite_info(path)

@@ -110,7 +110,6 @@ class Audio8Backend(Backend):
 
     name = "audio8"
     flush_chunks = 10
-    exact_block_invariance = True
 
     def __init__(self, checkpoint: Any, point: Any, language: str, batch_size: int, vad_horizon_s: float,
                  vad_threshold: float, vad_hysteresis: float, window_tokens: int | None,
