@@ -42,29 +42,40 @@ def reference_tokens(ck, point: OperatingPoint, prompt: list[int], audio: np.nda
     """Greedy decode of the same causal model over the same audio, computed in one pass per
     stage and without any cache: the reference windows are rebuilt here from the reference
     definition, the tower runs once over all frames with transformers' own sliding-window
-    mask, and every decoder step recomputes the whole prefix from scratch."""
+    mask, and every decoder step recomputes the whole prefix from scratch.
+
+    Schedule (reference ``simulated_streaming_greedy_decode_batch``): ``left + delay + n + 1 +
+    right_pad`` text positions for ``n = ceil(len(audio) / spt)``; the first token comes from
+    the last prompt position (``left + delay``) and every later position gives one more, so
+    ``n + right_pad + 1`` tokens. Position ``p`` carries the audio of clock step ``p`` of the
+    left-padded stream (silence after the audio), its window reaching 2.5 ms beyond it.
+
+    Returns:
+        The generated ids, ``n + RIGHT_PAD_TEXT_TOKENS + 1`` of them.
+    """
     model, fe = ck.model, ck.feature_extractor
     spt, left, delay = point.samples_per_token, point.left_pad_tokens, point.num_delay_tokens
     n = max(1, math.ceil(len(audio) / spt))
     prefill = left + delay + 1
-    padded = np.zeros(n * spt, np.float32)
-    padded[: len(audio)] = audio
-    stream = np.concatenate([np.zeros(left * spt, np.float32), padded,
-                             np.zeros((delay + 1 + RIGHT_PAD_TEXT_TOKENS) * spt, np.float32)])
+    positions = left + delay + n + 1 + RIGHT_PAD_TEXT_TOKENS
+    stream = np.zeros((positions + 1) * spt, np.float32)  # one step more: the last look-ahead
+    stream[left * spt : left * spt + len(audio)] = audio
     frames = []
-    start, end, k = 0, prefill * spt, 0
-    while end + 40 <= len(stream):
+    start, end = 0, prefill * spt
+    while end <= positions * spt:
         window = stream[max(start - 840, 0) : end + 40]
         mel = fe(window[None], sampling_rate=16000, return_tensors="pt")["input_features"]
         conv = model.conv_frames(mel.to(ck.dtype))
         frames.append(conv[:, -((end - start) // spt) * point.frame_len :])
-        start, end, k = end, end + spt, k + 1
-    assert k == n + RIGHT_PAD_TEXT_TOKENS
+        start, end = end, end + spt
+    k = positions - prefill + 1  # tokens: from position prefill - 1 through positions - 1
+    assert len(frames) == k == n + RIGHT_PAD_TEXT_TOKENS + 1
     with torch.inference_mode():
         all_frames = torch.cat(frames, dim=1)
         pos = torch.arange(all_frames.shape[1])[None]
         tower = model.audio_tower(inputs_embeds=all_frames, position_ids=pos, use_cache=False).last_hidden_state
         audio_embeds = model.multi_modal_projector(tower, point.frame_len)[0]  # [positions, H]
+        assert audio_embeds.shape[0] == positions
         t_cond = model.t_cond(delay, point.frame_len_index)
         ids = list(prompt)
         out = []
@@ -81,7 +92,8 @@ def reference_tokens(ck, point: OperatingPoint, prompt: list[int], audio: np.nda
 
 
 def decode_stream(decoder, state, audio: np.ndarray, spt: int):
-    """Feed ``audio`` (padded to whole chunks) plus 10 flush chunks through a StreamingDecoder."""
+    """Feed ``audio`` (padded to whole chunks) plus 10 flush chunks through a StreamingDecoder,
+    the last one as the final row: ``ceil(len(audio) / spt) + 10 + 1`` tokens."""
     n = max(1, math.ceil(len(audio) / spt))
     padded = np.zeros((n + RIGHT_PAD_TEXT_TOKENS) * spt, np.float32)
     padded[: len(audio)] = audio

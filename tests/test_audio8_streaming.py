@@ -54,7 +54,7 @@ def test_stream_equals_one_pass_reference(tiny_dir, clock, delay, seconds):
     got = _tokens(decode_stream(b.decoder, state, audio, b.point.samples_per_token))
     ref = reference_tokens(b.checkpoint, b.point, b.decoder.prompt_ids, audio)
     assert got == ref
-    assert len(got) == math.ceil(len(audio) / b.point.samples_per_token) + 10
+    assert len(got) == math.ceil(len(audio) / b.point.samples_per_token) + 10 + 1
     assert len(set(got)) > 2  # the tokens follow the audio, not one token forever
     if clock == 80:
         assert state.tower_rebases >= 1  # the reference tower never re-bases: re-basing is exact
@@ -65,7 +65,7 @@ def test_session_token_count_and_times(backend):
     s = StreamingSession(backend, "mic")
     events = s.feed(audio) + s.end()
     vads = [e for e in events if isinstance(e, VadProbabilities)]
-    assert len(vads) == math.ceil(len(audio) / 1280) + 10  # one step per clock step + right pad
+    assert len(vads) == math.ceil(len(audio) / 1280) + 10 + 1  # one per clock step + right pad + 1
     assert all(len(v.eot) == 4 and v.horizons == (0.5, 1.0, 2.0, 3.0) for v in vads)
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert deltas and all(d.final and d.source == "mic" for d in deltas)
@@ -121,7 +121,7 @@ def test_batched_sessions_decode_as_alone(backend):
 
 def test_long_window_changes_nothing(backend):
     audio = make_audio(2.0, seed=11)
-    n = math.ceil(len(audio) / 1280) + 10
+    n = math.ceil(len(audio) / 1280) + 10 + 1  # tokens
     exact = backend.point.prefill_tokens + n - 1  # ledger length at the end of the stream
     toks = {}
     for window in (exact, 10_000):
@@ -239,8 +239,36 @@ def test_empty_stream_and_finish_only_rows(backend):
     # a session that ends between chunks: the final row decodes every remaining step
     s = StreamingSession(backend)
     ev = s.feed(make_audio(0.3, seed=2)) + s.end()
-    assert len([e for e in ev if isinstance(e, VadProbabilities)]) == math.ceil(0.3 * 16000 / 1280) + 10
+    assert len([e for e in ev if isinstance(e, VadProbabilities)]) == math.ceil(0.3 * 16000 / 1280) + 10 + 1
     with pytest.raises(BackendError, match="3 rows for a batch of 2"):
         backend.step([StepRow(np.zeros(1280, np.float32), None, 0.0, 0.08)] * 3)
     with pytest.raises(BackendError, match="chunks of 1280 samples"):
         backend.step([StepRow(np.zeros(1000, np.float32), None, 0.0, 0.08)])
+
+
+#: Generated tokens for a 51,628-sample clip, as the reference's own
+#: ``simulated_streaming_greedy_decode_batch`` counts them: left pad + delay + real audio
+#: tokens + 1 + right pad positions, the first token from the last prefill position, i.e.
+#: ceil(51628 / samples_per_token) + 10 + 1 (pinned numbers, not a formula of our own code).
+REFERENCE_TOKEN_COUNTS = {(80, 480): 52, (80, 240): 52, (120, 240): 38, (120, 480): 38, (160, 320): 32,
+                          (160, 480): 32}
+
+
+@pytest.mark.parametrize("clock,delay", sorted(REFERENCE_TOKEN_COUNTS))
+def test_token_count_matches_the_reference_schedule(tiny_dir, clock, delay):
+    b = load_audio8_backend(tiny_dir, clock_ms=clock, delay_ms=delay, check_speed=False)
+    audio = make_audio(51_628 / 16000, seed=clock + delay)
+    assert len(audio) == 51_628
+    expected = REFERENCE_TOKEN_COUNTS[(clock, delay)]
+    # through a session (feed + end), in odd blocks: one VadProbabilities per generated token
+    s = StreamingSession(b, "mic")
+    events = []
+    for i in range(0, len(audio), 3001):
+        events += s.feed(audio[i : i + 3001])
+    events += s.end()
+    assert len([e for e in events if isinstance(e, VadProbabilities)]) == expected
+    # the decoder's own stream and the one-pass reference schedule agree on count and tokens
+    got = _tokens(decode_stream(b.decoder, b.new_state(), audio, b.point.samples_per_token))
+    ref = reference_tokens(b.checkpoint, b.point, b.decoder.prompt_ids, audio)
+    assert len(got) == len(ref) == expected
+    assert got == ref

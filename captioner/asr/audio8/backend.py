@@ -2,8 +2,9 @@
 
 Contract (``captioner/asr/base.py``): one chunk == one clock step of 16 kHz samples, no
 overlap; ``flush_chunks = 10`` (reference ``right_pad_text_tokens``), so a stream of N
-samples yields ``ceil(N / samples_per_token) + 10`` tokens, as the reference batch decoder
-does. Every session's state (caches, positions, prompt progress, front-end look-back,
+samples yields ``ceil(N / samples_per_token) + 10 + 1`` tokens, as the reference batch decoder
+does (its schedule has ``left_pad + delay + real tokens + 1 + right_pad`` positions and the first
+token comes from the last prompt position; the final row decodes the ``+ 1``). Every session's state (caches, positions, prompt progress, front-end look-back,
 detokeniser bytes, VAD hysteresis) travels in ``StepRow.state``.
 
 Events per decoded clock step ``k`` (covering real audio ``[k, k + 1) * clock``):

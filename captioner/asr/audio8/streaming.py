@@ -173,10 +173,15 @@ class Audio8State:
     tower_rebases: int = 0
 
     def window_target(self, point: OperatingPoint) -> int:
-        """Windows decodable now: each needs the look-ahead of the chunk ``delay + 1`` later;
-        after the final row every received chunk gets its token (silence is synthesised)."""
+        """Windows decodable now: each needs the look-ahead of the chunk ``delay + 1`` later.
+
+        After the final row the stream is complete: ``chunks`` received chunks (real audio plus
+        the session's ``right_pad`` flush chunks) give ``chunks + 1`` tokens, the reference
+        schedule (``left_pad + delay + chunks + 1`` positions; the first token comes from the
+        last prompt position, so the ``+ 1`` position also yields one). Silence is synthesised
+        for the look-ahead the last windows need."""
         if self.ending:
-            return self.chunks
+            return self.chunks + 1 if self.chunks else 0
         return max(0, self.chunks - point.num_delay_tokens - 1)
 
 
@@ -271,14 +276,15 @@ class StreamingDecoder:
 
     def push_audio(self, state: Audio8State, chunk: np.ndarray | None, last: bool) -> None:
         """Queue one chunk (``[samples_per_token] float32``) and, on the final row, the silence
-        the remaining windows need (delay + 1 clock steps and the look-ahead)."""
+        the remaining windows need (up to window ``chunks``: delay + 2 clock steps and the
+        look-ahead)."""
         if chunk is not None:
             state.audio = np.concatenate([state.audio, np.asarray(chunk, dtype=np.float32)])
             state.chunks += 1
         if last and not state.ending:
             state.ending = True
             if state.chunks:
-                _, end, _ = window_bounds(self.point, state.chunks - 1)
+                _, end, _ = window_bounds(self.point, state.chunks)  # the last window
                 missing = end - (state.audio_base + len(state.audio))
                 if missing > 0:
                     state.audio = np.concatenate([state.audio, np.zeros(missing, dtype=np.float32)])
