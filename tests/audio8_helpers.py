@@ -103,3 +103,31 @@ def decode_stream(decoder, state, audio: np.ndarray, spt: int):
         decoder.push_audio(state, padded[i * spt : (i + 1) * spt], i == total - 1)
         toks += decoder.run([state])[0]
     return toks
+
+
+def interleaved_sessions(decoder, steps: int = 120, seed: int = 0) -> tuple[dict[str, list], dict[str, int]]:
+    """Four sessions through one StreamingDecoder, stepped together in one ``run`` per clock
+    step, at different phases: ``a`` from step 0, ``b`` from 5 (its final row at 30), ``c`` from
+    12, ``d`` from 35 (after ``b`` ended: it reuses ``b``'s pool row), rows passed out of slot
+    order. Prompt prefills, steady rows, final rows, trims and tower re-bases share calls.
+
+    Returns:
+        Per session name, ``[(step, token, eot), ...]`` in decode order, and the counters
+        ``{"trims": ..., "tower_rebases": ...}`` summed over the sessions.
+    """
+    rng = np.random.default_rng(seed)
+    spt = decoder.point.samples_per_token
+    starts, finals = {"a": 0, "b": 5, "c": 12, "d": 35}, {"b": 30}
+    states: dict[str, object] = {}
+    out: dict[str, list] = {name: [] for name in starts}
+    for i in range(steps):
+        for name, start in starts.items():
+            if i == start:
+                states[name] = decoder.new_state(0.5, 0.2)
+        live = [n for n in ("c", "a", "d", "b") if n in states and not states[n].ending]
+        for n in live:
+            decoder.push_audio(states[n], (0.1 * rng.standard_normal(spt)).astype(np.float32), finals.get(n) == i)
+        for n, toks in zip(live, decoder.run([states[n] for n in live])):
+            out[n] += [(t.step, t.token, t.eot) for t in toks]
+    counters = {k: sum(getattr(st, k) for st in states.values()) for k in ("trims", "tower_rebases")}
+    return out, counters

@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from audio8_helpers import decode_stream, make_audio, one_torch_thread, reference_tokens, tiny_dir  # noqa: E402,F401
+from audio8_helpers import (  # noqa: E402,F401
+    decode_stream, interleaved_sessions, make_audio, one_torch_thread, reference_tokens, tiny_dir)
 
 from captioner.asr.audio8 import load_audio8_backend  # noqa: E402
 from captioner.asr.audio8.detok import IncrementalDetokenizer  # noqa: E402
@@ -175,24 +176,43 @@ def test_tower_rebasing_is_exact(backend):
     np.testing.assert_allclose([t.eot for t in t1], [t.eot for t in t2], atol=1e-4)
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        import os
+
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def test_two_hour_stream_keeps_memory_bounded(backend):
-    """A long stream at tiny size: thousands of steps cross the rolling window and the tower's
-    re-base point many times; every buffer keeps its size (a 2-hour stream is the same loop)."""
-    dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4)
-    state = dec.new_state(0.5, 0.2)
+    """A long stream at tiny size, two sessions in every call: thousands of steps cross the
+    rolling window and the tower's re-base point many times; the static pools keep their
+    tensors (same addresses: trims and re-bases work in place), every buffer keeps its size and
+    the process does not grow (a 2-hour stream is the same loop)."""
+    dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, slots=2)
+    states = [dec.new_state(0.5, 0.2), dec.new_state(0.5, 0.2)]
+    pools = (dec.tower_pool, dec.decoder_pool)
+    ptrs = [(p.keys.data_ptr(), p.values.data_ptr()) for p in pools]
     rng = np.random.default_rng(0)
-    shapes = (state.tower.keys.shape, state.decoder.keys.shape, state.ledger.shape)
+    shapes = [(s.tower.keys.shape, s.decoder.keys.shape, s.ledger.shape) for s in states]
     max_audio = 0
     steps = 2500  # 200 s of audio at 80 ms
+    rss = []
     for i in range(steps):
-        dec.push_audio(state, (0.1 * rng.standard_normal(1280)).astype(np.float32), False)
-        dec.run([state])
-        max_audio = max(max_audio, len(state.audio))
-        assert state.decoder.length <= 40 and state.tower.length <= state.tower.capacity
-    assert (state.tower.keys.shape, state.decoder.keys.shape, state.ledger.shape) == shapes
-    assert state.windows_done == steps - backend.point.num_delay_tokens - 1
-    assert state.trims >= 500 and state.tower_rebases >= 60
+        for s in states:
+            dec.push_audio(s, (0.1 * rng.standard_normal(1280)).astype(np.float32), False)
+        dec.run(states)
+        for s in states:
+            max_audio = max(max_audio, len(s.audio))
+            assert s.decoder.length <= 40 and s.tower.length <= s.tower.capacity
+        if i in (500, steps - 1):
+            rss.append(_rss_mb())
+    assert [(s.tower.keys.shape, s.decoder.keys.shape, s.ledger.shape) for s in states] == shapes
+    assert [(p.keys.data_ptr(), p.values.data_ptr()) for p in pools] == ptrs and all(p.grows == 0 for p in pools)
+    for s in states:
+        assert s.windows_done == steps - backend.point.num_delay_tokens - 1
+        assert s.trims >= 500 and s.tower_rebases >= 60
     assert max_audio <= 2 * 1280 + 840 + 40 + 18 * 1280 + 7 * 1280  # look-back + delay lag, never the stream
+    assert rss[1] - rss[0] < 16.0, rss  # MB over 2000 steps: nothing accumulates per step
 
 
 def test_vad_hysteresis_fires_once_per_pause():
@@ -272,3 +292,45 @@ def test_token_count_matches_the_reference_schedule(tiny_dir, clock, delay):
     ref = reference_tokens(b.checkpoint, b.point, b.decoder.prompt_ids, audio)
     assert len(got) == len(ref) == expected
     assert got == ref
+
+
+@pytest.mark.parametrize("window,interval,tower_capacity", [(40, 4, None), (34, 3, 200), (10_000, 38, 4000)])
+def test_static_cache_equals_per_session_path(backend, window, interval, tower_capacity):
+    """The static pool (rows of shared pre-allocated caches, trimmed and re-based in place, read
+    as a view) gives exactly the tokens and VAD of the per-session buffers that each call stacks."""
+    got = {}
+    for cache in ("per_session", "static"):
+        dec = _decoder(backend, window_tokens=window, trim_interval_tokens=interval, tower_capacity=tower_capacity,
+                       cache=cache, slots=3)
+        got[cache], counters = interleaved_sessions(dec, steps=110, seed=window)
+        if window < 100:
+            assert counters["trims"] >= 10
+        if tower_capacity != 4000:
+            assert counters["tower_rebases"] >= 3
+        if cache == "static":
+            pools = (dec.tower_pool, dec.decoder_pool)
+            assert all(p.grows == 0 and p.slots == 3 for p in pools)  # d reused b's row
+    assert got["static"] == got["per_session"]
+    assert all(len(v) > 20 for v in got["static"].values())
+    assert len(got["static"]["b"]) == 30 - 5 + 1 + 1  # 26 chunks, the final row decodes all + 1
+
+
+def test_static_pool_rows_are_given_back(backend):
+    dec = _decoder(backend, slots=2)
+    pool = dec.decoder_pool
+    a, b = dec.new_state(0.5, 0.2), dec.new_state(0.5, 0.2)
+    assert (a.decoder.slot, b.decoder.slot, pool.in_use) == (0, 1, 2)
+    c = dec.new_state(0.5, 0.2)  # a third live session grows the pool; nothing else allocates
+    assert c.decoder.slot == 2 and pool.grows == 1 and pool.slots == 4
+    del b  # a dropped state frees its rows
+    assert pool.in_use == 2 and dec.tower_pool.in_use == 2
+    assert dec.new_state(0.5, 0.2).decoder.slot == 1  # a temporary: freed again at once
+    toks = decode_stream(dec, a, make_audio(0.5, seed=1), 1280)  # decoded to its end: freed
+    assert len(toks) == math.ceil(8000 / 1280) + 10 + 1 and pool.in_use == 1
+    with pytest.raises(RuntimeError, match="decoded to its end"):
+        dec.run([a])
+    ptrs = (pool.keys.data_ptr(), dec.tower_pool.keys.data_ptr())
+    for _ in range(3):  # start/end cycles reuse the same rows and tensors
+        s = dec.new_state(0.5, 0.2)
+        decode_stream(dec, s, make_audio(0.3, seed=2), 1280)
+    assert (pool.keys.data_ptr(), dec.tower_pool.keys.data_ptr()) == ptrs and pool.in_use == 1

@@ -114,7 +114,8 @@ class Audio8Backend(Backend):
 
     def __init__(self, checkpoint: Any, point: Any, language: str, batch_size: int, vad_horizon_s: float,
                  vad_threshold: float, vad_hysteresis: float, window_tokens: int | None,
-                 trim_interval_tokens: int | None, tower_capacity: int | None = None) -> None:
+                 trim_interval_tokens: int | None, tower_capacity: int | None = None,
+                 kv_cache: str = "static") -> None:
         from captioner.asr.audio8.config import RIGHT_PAD_TEXT_TOKENS
         from captioner.asr.audio8.streaming import StreamingDecoder
         from captioner.asr.audio8.vad import horizon_index
@@ -155,6 +156,8 @@ class Audio8Backend(Backend):
                 window_tokens or point.default_window_tokens(),
                 trim_interval_tokens or point.default_trim_interval_tokens(),
                 tower_capacity=tower_capacity,
+                cache=kv_cache,
+                slots=self.batch_size,
             )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
@@ -278,6 +281,7 @@ def load_audio8_backend(
     trim_interval_tokens: int | None = None,
     allow_slow: bool = False,
     check_speed: bool = True,
+    kv_cache: str = "static",
 ) -> Audio8Backend:
     """Load an Audio8 ASR Infinite checkpoint directory as a streaming backend.
 
@@ -299,6 +303,9 @@ def load_audio8_backend(
         allow_slow: load a full-size model on the CPU anyway (tests, benchmarks).
         check_speed: time a few steps after loading and warn (``SlowDeviceWarning``, and
             ``backend.speed_notice``) when a step takes longer than the clock.
+        kv_cache: ``"static"`` (default: one pre-allocated KV pool per attention stack, a row per
+            session, trimmed in place) or ``"per_session"`` (private buffers stacked per call;
+            the same tokens).
 
     Returns:
         The backend; share it between sessions through ``BatchEngine.shared``.
@@ -328,7 +335,7 @@ def load_audio8_backend(
         )
     checkpoint = load_checkpoint(model_dir, dev, dt)
     backend = Audio8Backend(checkpoint, point, language, batch_size, vad_horizon_s, vad_threshold, vad_hysteresis,
-                            window_tokens, trim_interval_tokens)
+                            window_tokens, trim_interval_tokens, kv_cache=kv_cache)
     if check_speed:
         ms = backend.measure_step_ms()
         if ms > clock_ms:
