@@ -131,3 +131,23 @@ def interleaved_sessions(decoder, steps: int = 120, seed: int = 0) -> tuple[dict
             out[n] += [(t.step, t.token, t.eot) for t in toks]
     counters = {k: sum(getattr(st, k) for st in states.values()) for k in ("trims", "tower_rebases")}
     return out, counters
+
+
+def lockstep_sessions(decoder, sessions: int = 3, steps: int = 100, seed: int = 0) -> tuple[list[list], list]:
+    """``sessions`` streams of different noise started together and stepped in one ``run`` per
+    clock step: their prompt prefills share a call, and they overflow the rolling window on the
+    same steps, so their trims re-prefill in one call.
+
+    Returns:
+        Per session ``[(step, token, eot), ...]``, and the states.
+    """
+    rng = np.random.default_rng(seed)
+    spt = decoder.point.samples_per_token
+    states = [decoder.new_state(0.5, 0.2) for _ in range(sessions)]
+    out: list[list] = [[] for _ in states]
+    for _ in range(steps):
+        for s in states:
+            decoder.push_audio(s, (0.1 * rng.standard_normal(spt)).astype(np.float32), False)
+        for o, toks in zip(out, decoder.run(states)):
+            o += [(t.step, t.token, t.eot) for t in toks]
+    return out, states

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from audio8_helpers import (  # noqa: E402,F401
-    decode_stream, interleaved_sessions, make_audio, one_torch_thread, reference_tokens, tiny_dir)
+    decode_stream, interleaved_sessions, lockstep_sessions, make_audio, one_torch_thread, reference_tokens, tiny_dir)
 
 from captioner.asr.audio8 import load_audio8_backend  # noqa: E402
 from captioner.asr.audio8.detok import IncrementalDetokenizer  # noqa: E402
@@ -334,3 +334,23 @@ def test_static_pool_rows_are_given_back(backend):
         s = dec.new_state(0.5, 0.2)
         decode_stream(dec, s, make_audio(0.3, seed=2), 1280)
     assert (pool.keys.data_ptr(), dec.tower_pool.keys.data_ptr()) == ptrs and pool.in_use == 1
+
+
+@pytest.mark.parametrize("cache", ["static", "per_session"])
+def test_lockstep_prefills_and_trims_batch_as_alone(backend, cache):
+    """Sessions in lock step prefill in one call and re-prefill their trims in one call; each
+    row decodes the tokens it decodes alone (the same noise through a one-session decoder)."""
+    dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, cache=cache, slots=3)
+    together, states = lockstep_sessions(dec, sessions=3, steps=100, seed=4)
+    assert all(s.trims >= 15 for s in states)
+    rng = np.random.default_rng(4)
+    noise = [[(0.1 * rng.standard_normal(1280)).astype(np.float32) for _ in range(3)] for _ in range(100)]
+    for b in range(3):
+        alone = _decoder(backend, window_tokens=40, trim_interval_tokens=4, cache=cache)
+        s = alone.new_state(0.5, 0.2)
+        toks = []
+        for step in noise:
+            alone.push_audio(s, step[b], False)
+            toks += alone.run([s])[0]
+        assert [t.token for t in toks] == [t[1] for t in together[b]]
+        np.testing.assert_allclose([t.eot for t in toks], [t[2] for t in together[b]], atol=1e-5)

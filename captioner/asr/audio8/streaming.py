@@ -539,8 +539,9 @@ class StreamingDecoder:
             first = [i for i in ready if states[i].windows_done == 0]
             # rows in slot order: consecutive static-pool rows attend from a view, no gather
             rest = sorted((i for i in ready if states[i].windows_done > 0), key=lambda i: _slot(states[i]))
-            for i in first:  # the prompt prefill has its own width: one row at a time
-                outs[i] += self._advance([states[i]])
+            if first:  # prompt prefills share their own width: one call for all of them
+                for i, tok in zip(first, self._advance([states[i] for i in first])):
+                    outs[i].append(tok)
             if rest:
                 for i, tok in zip(rest, self._advance([states[i] for i in rest])):
                     outs[i].append(tok)
@@ -602,14 +603,15 @@ class StreamingDecoder:
             ids = torch.tensor([[s.last_token] for s in states], device=self.device)
         fused = self.model.embed_tokens(ids) + audio_embeds.to(self.dtype)
 
-        # decoder: rows that overflow the rolling window are trimmed and re-prefilled alone
+        # decoder: rows that overflow the rolling window are trimmed and re-prefilled (together)
         last_hidden: list[torch.Tensor | None] = [None] * len(states)
         plain = []
+        trim = []
         for b, s in enumerate(states):
-            if s.decoder.length + n_tok > self.window:
-                last_hidden[b] = self._trim_and_prefill(s, fused[b])
-            else:
-                plain.append(b)
+            (trim if s.decoder.length + n_tok > self.window else plain).append(b)
+        if trim:
+            for b, h_last in zip(trim, self._trim_and_prefill([states[b] for b in trim], fused[trim])):
+                last_hidden[b] = h_last
         if plain:
             stores = [states[b].decoder for b in plain]
             dcache = kv_cache(stores, n_tok)
@@ -644,23 +646,37 @@ class StreamingDecoder:
                 s.audio_base = nxt
         return out
 
-    def _trim_and_prefill(self, s: Audio8State, new: torch.Tensor) -> torch.Tensor:
-        """Drop whole clock steps after the stable prefix and rebuild the decoder cache from the
-        kept fused inputs plus ``new`` (``[T, H]``) at positions ``0..``; returns the last hidden state.
+    def _trim_and_prefill(self, states: list[Audio8State], new: torch.Tensor) -> list[torch.Tensor]:
+        """Drop whole clock steps after the stable prefix and rebuild each session's decoder cache
+        from its kept fused inputs plus ``new`` (``[B, T, H]``) at positions ``0..``.
 
         In place: the kept ledger rows move down over the dropped ones (no temporary), and the
-        re-prefill writes the session's cache from position 0 (its pool row or private buffer)."""
-        length = s.decoder.length
-        overflow = length + new.shape[0] - self.window
-        count = min(overflow + self.interval - 1, length - self.stable)
-        tail = s.ledger[self.stable :]
-        _move_front(tail, 0, count, length - self.stable)
-        n = length - count
-        s.ledger[n : n + new.shape[0]] = new
-        n += new.shape[0]
-        s.decoder.length = 0
-        cache = kv_cache([s.decoder], n)
-        h = self.model.decoder(s.ledger[None, :n], cache.positions(self.device), None, cache, self.t_cond)
-        cache.commit()
-        s.trims += 1
-        return h[0, -1]
+        re-prefill writes the sessions' caches from position 0 (pool rows or private buffers).
+        Sessions whose kept context has the same length share one call (sessions in lock step
+        overflow on the same step with the same length).
+
+        Returns:
+            Per session, the last position's ``[H]`` hidden state.
+        """
+        lengths = []
+        for s, row in zip(states, new):
+            length = s.decoder.length
+            overflow = length + row.shape[0] - self.window
+            count = min(overflow + self.interval - 1, length - self.stable)
+            _move_front(s.ledger[self.stable :], 0, count, length - self.stable)
+            n = length - count
+            s.ledger[n : n + row.shape[0]] = row
+            lengths.append(n + row.shape[0])
+            s.decoder.length = 0
+            s.trims += 1
+        out: list[torch.Tensor | None] = [None] * len(states)
+        for n in sorted(set(lengths)):
+            group = sorted((b for b, m in enumerate(lengths) if m == n), key=lambda b: _slot(states[b]))
+            rows = [states[b] for b in group]
+            cache = kv_cache([s.decoder for s in rows], n)
+            inputs = rows[0].ledger[None, :n] if len(rows) == 1 else torch.stack([s.ledger[:n] for s in rows])
+            h = self.model.decoder(inputs, cache.positions(self.device), None, cache, self.t_cond)  # causal
+            cache.commit()
+            for j, b in enumerate(group):
+                out[b] = h[j, -1]
+        return out  # type: ignore[return-value]
