@@ -31,6 +31,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -214,8 +215,9 @@ def bench_one(backends: dict, batch: int, steps: int, profile_steps: int, device
     return outs
 
 
-def long_run(backend, batch: int, steps: int, device: str) -> dict:
-    """Step time and memory per 250-step segment over a long stream of ``batch`` sessions."""
+def long_run(backend, batch: int, steps: int, device: str, budget_s: float | None = None) -> dict:
+    """Step time and memory per 250-step segment over a long stream of ``batch`` sessions;
+    stops early (``stopped_early``) once ``budget_s`` seconds have passed."""
     import torch
 
     rng = np.random.default_rng(1)
@@ -223,7 +225,12 @@ def long_run(backend, batch: int, steps: int, device: str) -> dict:
     seg: list[float] = []
     segments = []
     worst = 0.0
+    t_begin = time.perf_counter()
+    done = 0
     for i in range(steps):
+        if budget_s is not None and time.perf_counter() - t_begin > budget_s:
+            break
+        done = i + 1
         rows = _rows(backend, states, i, rng)
         _sync(device)
         t0 = time.perf_counter()
@@ -232,7 +239,7 @@ def long_run(backend, batch: int, steps: int, device: str) -> dict:
         dt = (time.perf_counter() - t0) * 1000.0
         seg.append(dt)
         worst = max(worst, dt)
-        if len(seg) == 250 or i == steps - 1:
+        if len(seg) == 250:
             s0 = states[0]
             segments.append({
                 "until_s": round((i + 1) * backend.point.clock_ms / 1000.0, 1),
@@ -245,7 +252,10 @@ def long_run(backend, batch: int, steps: int, device: str) -> dict:
                 "tower_rebases": s0.tower_rebases,
             })
             seg = []
-    return {"steps": steps, "batch": batch, "audio_s": round(steps * backend.point.clock_ms / 1000.0, 1),
+    if seg:
+        segments.append({"until_s": round(done * backend.point.clock_ms / 1000.0, 1), **_summary(seg)})
+    return {"steps": done, "stopped_early": done < steps, "batch": batch,
+            "audio_s": round(done * backend.point.clock_ms / 1000.0, 1),
             "window_tokens": backend.decoder.window, "max_step_ms": round(worst, 3), "segments": segments}
 
 
@@ -282,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=0, metavar="STEPS",
                     help="also stream STEPS steps at 80/480 through the default rolling window (7500 = 10 min)")
     ap.add_argument("--long-batch", type=int, default=1, help="sessions in the long run")
+    ap.add_argument("--time-limit", type=float, default=None, metavar="S",
+                    help="stop the long run early once the whole benchmark has run S seconds (the JSON says so)")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/audio8_step_<size>_<device>.json)")
     args = ap.parse_args(argv)
 
@@ -305,51 +317,68 @@ def main(argv: list[str] | None = None) -> int:
     backend = None
     dtype_used = None
     base: dict[str, float] = {}
+    path = args.out or os.path.join(RESULTS_DIR, f"audio8_step_{args.size}_{device.split(':')[0]}.json")
+    # on a shared CPU the kinds alternate step by step (same load for each); on a GPU they run
+    # one after the other, so each kind's peak memory is its own
+    groups = [list(args.cache)] if not _cuda(device) else [[c] for c in args.cache]
+    t_start = time.perf_counter()
+
+    def report(long: dict | None) -> dict:
+        n_params = sum(p.numel() for p in full_ck.model.parameters()) if full_ck else None
+        out = {
+            "benchmark": "audio8_step",
+            "size": args.size if not args.layers else f"full-width, {args.layers} layers",
+            "parameters": n_params,
+            "device": device,
+            "device_name": torch.cuda.get_device_name() if _cuda(device) else platform.processor() or "cpu",
+            "dtype": dtype_used,
+            "torch": torch.__version__,
+            "torch_threads": args.threads,
+            "model_build_s": round(build_s, 1),
+            "kinds_alternated": len(groups[0]) > 1,
+            "targets": TARGETS,
+            "vs_targets": ({c: _vs_targets(results, long, c) for c in args.cache}
+                           if full_ck is not None and not args.layers
+                           else "n/a: the targets are for the full-size model on a data-centre GPU"),
+            "results": results,
+            "long_run": long,
+            "command": "python bench/audio8_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        }
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:  # rewritten after each stage: a timeout keeps the rest
+            json.dump(out, fh, indent=2)
+            fh.write("\n")
+        return out
+
     for clock in args.clocks:
         for batch in args.batch:
-            backends = {cache: _backend(args, clock, args.delay, batch, cache, tiny_dir, full_ck) for cache in args.cache}
-            dtype_used = str(next(iter(backends.values())).checkpoint.dtype).replace("torch.", "")
-            measured = bench_one(backends, batch, args.steps, args.profile_steps, device)
-            for cache in args.cache:
-                r = measured[cache]
-                base.setdefault(f"{cache}/{clock}", r["p50_ms"])
-                r = {"cache": cache, "clock_ms": clock, "delay_ms": args.delay, "batch": batch, **r,
-                     "batch_cost": round(r["p50_ms"] / base[f"{cache}/{clock}"], 3)}
-                results.append(r)
-                print(json.dumps(r), file=sys.stderr, flush=True)
-            for b in backends.values():
-                b.close()
-            del backends
+            for group in groups:
+                backends = {cache: _backend(args, clock, args.delay, batch, cache, tiny_dir, full_ck) for cache in group}
+                dtype_used = str(next(iter(backends.values())).checkpoint.dtype).replace("torch.", "")
+                measured = bench_one(backends, batch, args.steps, args.profile_steps, device)
+                for cache in group:
+                    r = measured[cache]
+                    base.setdefault(f"{cache}/{clock}", r["p50_ms"])
+                    r = {"cache": cache, "clock_ms": clock, "delay_ms": args.delay, "batch": batch, **r,
+                         "batch_cost": round(r["p50_ms"] / base[f"{cache}/{clock}"], 3)}
+                    results.append(r)
+                    print(json.dumps(r), file=sys.stderr, flush=True)
+                for b in backends.values():
+                    b.close()
+                del backends, measured
+                gc.collect()
+                if _cuda(device):
+                    torch.cuda.empty_cache()
+                report(None)
     long = None
     if args.long:
         backend = _backend(args, 80, 480, args.long_batch, args.cache[0], tiny_dir, full_ck)
-        long = long_run(backend, args.long_batch, args.long, device)
+        budget = args.time_limit - (time.perf_counter() - t_start) if args.time_limit else None
+        long = long_run(backend, args.long_batch, args.long, device, budget)
         long["cache"] = args.cache[0]
-    n_params = sum(p.numel() for p in full_ck.model.parameters()) if full_ck else None
-    out = {
-        "benchmark": "audio8_step",
-        "size": args.size if not args.layers else f"full-width, {args.layers} layers",
-        "parameters": n_params,
-        "device": device,
-        "device_name": torch.cuda.get_device_name() if _cuda(device) else platform.processor() or "cpu",
-        "dtype": dtype_used,
-        "torch": torch.__version__,
-        "torch_threads": args.threads,
-        "model_build_s": round(build_s, 1),
-        "targets": TARGETS,
-        "vs_targets": ({c: _vs_targets(results, long, c) for c in args.cache} if full_ck is not None and not args.layers
-                       else "n/a: the targets are for the full-size model on a data-centre GPU"),
-        "results": results,
-        "long_run": long,
-        "command": "python bench/audio8_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-    }
-    path = args.out or os.path.join(RESULTS_DIR, f"audio8_step_{args.size}_{device.split(':')[0]}.json")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(out, fh, indent=2)
-        fh.write("\n")
+    out = report(long)
     print(json.dumps(out, indent=2))
-    print(f"wrote {path}", file=sys.stderr)
+    print(f"wrote {path} after {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
     return 0
 
 
