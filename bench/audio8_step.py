@@ -82,10 +82,37 @@ def _full_checkpoint(device: str, dtype_name: str, layers: int | None):
     return LoadedCheckpoint(cfg, model, tok, special, load_feature_extractor(tmp, cfg), dev, dtype)
 
 
+def _baseline_module(rev: str):
+    """``captioner/asr/audio8/streaming.py`` as it was at git revision ``rev``, imported as a
+    separate module (its imports resolve to today's config/frontend/modeling/...)."""
+    import importlib.util
+    import subprocess
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = subprocess.run(["git", "-C", root, "show", f"{rev}:captioner/asr/audio8/streaming.py"], check=True,
+                         capture_output=True, text=True).stdout
+    path = os.path.join(tempfile.mkdtemp(prefix="a8base"), "audio8_streaming_baseline.py")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(src)
+    spec = importlib.util.spec_from_file_location("audio8_streaming_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 def _backend(args, clock: int, delay: int, batch: int, cache: str, tiny_dir: str | None, full_ck):
     from captioner.asr.audio8 import load_audio8_backend
     from captioner.asr.audio8.backend import Audio8Backend
     from captioner.asr.audio8.config import operating_point
+
+    if cache.startswith("baseline@"):  # today's backend around the streaming step of an older revision
+        backend = _backend(args, clock, delay, batch, "per_session", tiny_dir, full_ck)
+        d = backend.decoder
+        old = _baseline_module(cache.split("@", 1)[1]).StreamingDecoder
+        backend.decoder = old(d.model, d.fe, d.point, d.prompt_ids, d.eos_id, d.window, d.interval,
+                              tower_capacity=d.tower_capacity)
+        return backend
 
     if full_ck is None:
         return load_audio8_backend(tiny_dir, clock_ms=clock, delay_ms=delay, device=args.device, dtype=args.dtype,
@@ -120,7 +147,7 @@ def _rss_mb() -> float:
 
 def _pool_mb(backend) -> float | None:
     dec = backend.decoder
-    if dec.tower_pool is None:
+    if getattr(dec, "tower_pool", None) is None:
         return None
     return round(sum(p.keys.numel() * p.keys.element_size() * 2 for p in (dec.tower_pool, dec.decoder_pool)) / 2**20, 2)
 
@@ -194,16 +221,17 @@ def bench_one(backends: dict, batch: int, steps: int, profile_steps: int, device
     # stage shares: the device is synchronised at each boundary (slower steps, honest split)
     totals = {k: 0.0 for k in keys}
     for k in keys:
-        backends[k].decoder.profile = {}
+        if hasattr(backends[k].decoder, "_lap"):  # a baseline revision may not time its stages
+            backends[k].decoder.profile = {}
     start = warm + steps
     for i in range(start, start + profile_steps):
         for k in keys:
             totals[k] += step(k, i)
     for k in keys:
         dec = backends[k].decoder
-        prof, dec.profile = dec.profile, None
+        prof, dec.profile = getattr(dec, "profile", None), None
         total = totals[k]
-        if profile_steps and total > 0:
+        if profile_steps and total > 0 and prof is not None:
             staged = {name: prof.get(name, 0.0) for name in ("frontend", "tower", "decoder")}
             staged["python"] = max(0.0, total - sum(staged.values()))
             outs[k]["profile"] = {
@@ -285,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clocks", type=int, nargs="+", default=[80])
     ap.add_argument("--delay", type=int, default=480, help="ms (a multiple of every clock benched)")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--cache", nargs="+", default=["static"], choices=["static", "per_session"])
+    ap.add_argument("--cache", nargs="+", default=["static"], metavar="KIND",
+                    help="static, per_session, or baseline@REV: the streaming step of git revision REV")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--profile-steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")

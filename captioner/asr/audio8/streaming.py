@@ -11,7 +11,21 @@ One clock step of one session (DESIGN section 2, reference ``simulated_streaming
 5. decoder with the session's KV cache, greedy argmax with EOS set to -inf; VAD heads on
    the final-norm state.
 
-Sessions keep their own caches; one call stacks them into one batch with a per-row mask.
+Caches (``StreamingDecoder(cache=...)``):
+
+* ``"static"`` (default): one pre-allocated :class:`KVPool` per attention stack, ``[layers,
+  slots, kv_heads, capacity, head_dim]``; a session owns one row (slot) from ``new_state`` until
+  its stream is decoded to its end or its state is dropped. The rows of a call are taken in
+  slot order, so consecutive rows attend straight from a view of the pool; new keys go in with
+  one indexed write per layer; the rolling trim and the tower re-base move a row's entries in
+  place. The tensors (and their addresses) stay the same for the life of the decoder while at
+  most ``slots`` sessions exist -- the precondition for capturing the step in a CUDA graph;
+* ``"per_session"``: private :class:`KVStore` buffers per session that each call stacks (the
+  earlier path, kept for comparison: same tokens).
+
+One call serves every ready session: their prompt prefills share one batch, their steady
+steps share one batch with a per-row mask, and trims of the same kept length re-prefill
+together.
 
 Unlimited length:
 
@@ -30,6 +44,7 @@ Memory per session is therefore constant, and so is the step time.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -181,6 +196,9 @@ class KVPool:
         self.values = torch.zeros_like(self.keys)
         self._free = list(range(shape[1]))
         self.grows = 0
+        # release() runs from weakref finalizers: in whatever thread drops a state, or inside
+        # acquire() when an allocation there triggers the garbage collector (hence re-entrant)
+        self._lock = threading.RLock()
 
     @property
     def slots(self) -> int:
@@ -194,19 +212,22 @@ class KVPool:
 
     def acquire(self) -> int:
         """The lowest free slot (growing the pool when none is free)."""
-        if not self._free:
-            old = self.slots
-            grow = lambda t: torch.cat([t, torch.zeros_like(t)], dim=1)  # noqa: E731
-            self.keys, self.values = grow(self.keys), grow(self.values)
-            self._free = list(range(old, 2 * old))
-            self.grows += 1
-        self._free.sort()
-        return self._free.pop(0)
+        with self._lock:
+            if not self._free:
+                old = self.slots
+                grow = lambda t: torch.cat([t, torch.zeros_like(t)], dim=1)  # noqa: E731
+                self.keys, self.values = grow(self.keys), grow(self.values)
+                self._free.extend(range(old, 2 * old))
+                self.grows += 1
+            slot = min(self._free)
+            self._free.remove(slot)
+            return slot
 
     def release(self, slot: int) -> None:
         """Give ``slot`` back (its contents are left as they are: lengths live in the handles)."""
-        if slot not in self._free:
-            self._free.append(int(slot))
+        with self._lock:
+            if slot not in self._free:
+                self._free.append(int(slot))
 
     @property
     def in_use(self) -> int:
