@@ -244,8 +244,9 @@ def bench_one(backends: dict, batch: int, steps: int, profile_steps: int, device
 
 
 def long_run(backend, batch: int, steps: int, device: str, budget_s: float | None = None) -> dict:
-    """Step time and memory per 250-step segment over a long stream of ``batch`` sessions;
-    stops early (``stopped_early``) once ``budget_s`` seconds have passed."""
+    """Step time and memory per 250-step segment over a long stream of ``batch`` sessions, and
+    the steps that trimmed the rolling window / re-based the tower on their own; stops early
+    (``stopped_early``) once ``budget_s`` seconds have passed."""
     import torch
 
     rng = np.random.default_rng(1)
@@ -253,6 +254,9 @@ def long_run(backend, batch: int, steps: int, device: str, budget_s: float | Non
     seg: list[float] = []
     segments = []
     worst = 0.0
+    trim_steps: list[float] = []
+    rebase_steps: list[float] = []
+    counts = (0, 0)
     t_begin = time.perf_counter()
     done = 0
     for i in range(steps):
@@ -267,6 +271,12 @@ def long_run(backend, batch: int, steps: int, device: str, budget_s: float | Non
         dt = (time.perf_counter() - t0) * 1000.0
         seg.append(dt)
         worst = max(worst, dt)
+        now = (sum(st.trims for st in states), sum(st.tower_rebases for st in states))
+        if now[0] > counts[0]:
+            trim_steps.append(dt)
+        if now[1] > counts[1]:
+            rebase_steps.append(dt)
+        counts = now
         if len(seg) == 250:
             s0 = states[0]
             segments.append({
@@ -284,7 +294,10 @@ def long_run(backend, batch: int, steps: int, device: str, budget_s: float | Non
         segments.append({"until_s": round(done * backend.point.clock_ms / 1000.0, 1), **_summary(seg)})
     return {"steps": done, "stopped_early": done < steps, "batch": batch,
             "audio_s": round(done * backend.point.clock_ms / 1000.0, 1),
-            "window_tokens": backend.decoder.window, "max_step_ms": round(worst, 3), "segments": segments}
+            "window_tokens": backend.decoder.window, "max_step_ms": round(worst, 3),
+            "trim_steps": {"count": len(trim_steps), **(_summary(trim_steps) if trim_steps else {})},
+            "rebase_steps": {"count": len(rebase_steps), **(_summary(rebase_steps) if rebase_steps else {})},
+            "segments": segments}
 
 
 def _vs_targets(results: list[dict], long: dict | None, cache: str) -> dict:
@@ -300,7 +313,8 @@ def _vs_targets(results: list[dict], long: dict | None, cache: str) -> dict:
     put("b4_p50_ms", by_b.get(4, {}).get("p50_ms"))
     peak = by_b.get(4, {}).get("peak_gpu_mb")
     put("b4_peak_gb", round(peak / 1024.0, 3) if peak is not None else None)
-    put("long_max_step_ms", long["max_step_ms"] if long and long["audio_s"] >= 600 else None)
+    run = (long or {}).get(cache)
+    put("long_max_step_ms", run["max_step_ms"] if run and run["audio_s"] >= 600 else None)
     return rows
 
 
@@ -321,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--long", type=int, default=0, metavar="STEPS",
                     help="also stream STEPS steps at 80/480 through the default rolling window (7500 = 10 min)")
     ap.add_argument("--long-batch", type=int, default=1, help="sessions in the long run")
+    ap.add_argument("--long-all", action="store_true", help="a long run for every --cache kind (default: the first)")
     ap.add_argument("--time-limit", type=float, default=None, metavar="S",
                     help="stop the long run early once the whole benchmark has run S seconds (the JSON says so)")
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/audio8_step_<size>_<device>.json)")
@@ -370,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                            if full_ck is not None and not args.layers
                            else "n/a: the targets are for the full-size model on a data-centre GPU"),
             "results": results,
-            "long_run": long,
+            "long_run": long,  # per cache kind
             "command": "python bench/audio8_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         }
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -399,12 +414,19 @@ def main(argv: list[str] | None = None) -> int:
                 if _cuda(device):
                     torch.cuda.empty_cache()
                 report(None)
-    long = None
+    long: dict | None = None
     if args.long:
-        backend = _backend(args, 80, 480, args.long_batch, args.cache[0], tiny_dir, full_ck)
-        budget = args.time_limit - (time.perf_counter() - t_start) if args.time_limit else None
-        long = long_run(backend, args.long_batch, args.long, device, budget)
-        long["cache"] = args.cache[0]
+        long = {}
+        kinds = args.cache if args.long_all else args.cache[:1]
+        for n, cache in enumerate(kinds):
+            backend = _backend(args, 80, 480, args.long_batch, cache, tiny_dir, full_ck)
+            left = args.time_limit - (time.perf_counter() - t_start) if args.time_limit else None
+            budget = left / (len(kinds) - n) if left is not None else None
+            long[cache] = long_run(backend, args.long_batch, args.long, device, budget)
+            backend.close()
+            del backend
+            gc.collect()
+            report(long)
     out = report(long)
     print(json.dumps(out, indent=2))
     print(f"wrote {path} after {time.perf_counter() - t_start:.0f} s", file=sys.stderr)
