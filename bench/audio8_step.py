@@ -24,8 +24,14 @@ four streams < 15 ms, memory < 10 GB for four, no step over 80 ms in 10 minutes 
 
 Usage::
 
-    python bench/audio8_step.py                       # tiny, CPU -> bench/results/audio8_step_tiny_cpu.json
-    python bench/audio8_step.py --size full --device cuda --batch 1 2 4 --long 7500 --long-batch 4
+    # tiny, CPU -> bench/results/audio8_step_tiny_cpu.json (today's kinds and the code before
+    # the static cache, alternated step by step)
+    python bench/audio8_step.py --cache static per_session baseline@5c6e63d --steps 400 \
+        --long 2500 --long-batch 4 --long-all
+    # full size, random bf16 weights, one GPU (about 6 minutes on a data-centre GPU)
+    python bench/audio8_step.py --size full --device cuda --batch 1 2 4 --cache static per_session \
+        --steps 200 --profile-steps 50 --long 7500 --long-batch 4 --time-limit 480 \
+        --out bench/results/audio8_step_full_h200.json
 """
 
 from __future__ import annotations

@@ -557,7 +557,7 @@ class StreamingDecoder:
             ready = [i for i, s in enumerate(states) if s.windows_done < s.window_target(self.point)]
             if not ready:
                 break
-            first = [i for i in ready if states[i].windows_done == 0]
+            first = sorted((i for i in ready if states[i].windows_done == 0), key=lambda i: _slot(states[i]))
             # rows in slot order: consecutive static-pool rows attend from a view, no gather
             rest = sorted((i for i in ready if states[i].windows_done > 0), key=lambda i: _slot(states[i]))
             if first:  # prompt prefills share their own width: one call for all of them
