@@ -297,12 +297,14 @@ def test_token_count_matches_the_reference_schedule(tiny_dir, clock, delay):
 @pytest.mark.parametrize("window,interval,tower_capacity", [(40, 4, None), (34, 3, 200), (10_000, 38, 4000)])
 def test_static_cache_equals_per_session_path(backend, window, interval, tower_capacity):
     """The static pool (rows of shared pre-allocated caches, trimmed and re-based in place, read
-    as a view) gives exactly the tokens and VAD of the per-session buffers that each call stacks."""
+    as a view) gives exactly the tokens and VAD of the per-session buffers that each call stacks;
+    with fixed shapes (attention over the whole capacity under a mask) the same tokens."""
     got = {}
-    for cache in ("per_session", "static"):
+    for kind, cache, fixed in (("per_session", "per_session", False), ("static", "static", False),
+                               ("fixed", "static", True)):
         dec = _decoder(backend, window_tokens=window, trim_interval_tokens=interval, tower_capacity=tower_capacity,
-                       cache=cache, slots=3)
-        got[cache], counters = interleaved_sessions(dec, steps=110, seed=window)
+                       cache=cache, slots=3, fixed_shapes=fixed)
+        got[kind], counters = interleaved_sessions(dec, steps=110, seed=window)
         if window < 100:
             assert counters["trims"] >= 10
         if tower_capacity != 4000:
@@ -313,6 +315,10 @@ def test_static_cache_equals_per_session_path(backend, window, interval, tower_c
     assert got["static"] == got["per_session"]
     assert all(len(v) > 20 for v in got["static"].values())
     assert len(got["static"]["b"]) == 30 - 5 + 1 + 1  # 26 chunks, the final row decodes all + 1
+    for name, ref in got["static"].items():
+        fixed = got["fixed"][name]
+        assert [t[:2] for t in fixed] == [t[:2] for t in ref]
+        np.testing.assert_allclose([t[2] for t in fixed], [t[2] for t in ref], atol=1e-5)
 
 
 def test_static_pool_rows_are_given_back(backend):
@@ -336,11 +342,11 @@ def test_static_pool_rows_are_given_back(backend):
     assert (pool.keys.data_ptr(), dec.tower_pool.keys.data_ptr()) == ptrs and pool.in_use == 1
 
 
-@pytest.mark.parametrize("cache", ["static", "per_session"])
-def test_lockstep_prefills_and_trims_batch_as_alone(backend, cache):
+@pytest.mark.parametrize("cache,fixed", [("static", False), ("per_session", False), ("static", True)])
+def test_lockstep_prefills_and_trims_batch_as_alone(backend, cache, fixed):
     """Sessions in lock step prefill in one call and re-prefill their trims in one call; each
     row decodes the tokens it decodes alone (the same noise through a one-session decoder)."""
-    dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, cache=cache, slots=3)
+    dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, cache=cache, slots=3, fixed_shapes=fixed)
     together, states = lockstep_sessions(dec, sessions=3, steps=100, seed=4)
     assert all(s.trims >= 15 for s in states)
     rng = np.random.default_rng(4)
@@ -354,3 +360,24 @@ def test_lockstep_prefills_and_trims_batch_as_alone(backend, cache):
             toks += alone.run([s])[0]
         assert [t.token for t in toks] == [t[1] for t in together[b]]
         np.testing.assert_allclose([t.eot for t in toks], [t[2] for t in together[b]], atol=1e-5)
+
+
+def test_fixed_shapes_keep_every_steady_step_one_shape(backend, monkeypatch):
+    """With ``fixed_shapes`` a steady step's attention always spans the whole capacity, so its
+    tensor shapes depend on the batch size alone; without it they grow with the stream."""
+    from captioner.asr.audio8 import streaming
+
+    seen: dict[bool, set] = {}
+    update = streaming.PooledKV.update
+
+    def spy(self, k, v, layer_idx, *a, **kw):
+        if layer_idx == 0 and self.t in (1, backend.point.frame_len):  # steady steps only
+            seen.setdefault(current, set()).add((self.t, self.total))
+        return update(self, k, v, layer_idx, *a, **kw)
+
+    monkeypatch.setattr(streaming.PooledKV, "update", spy)
+    for current in (False, True):
+        dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, slots=2, fixed_shapes=current)
+        lockstep_sessions(dec, sessions=2, steps=60, seed=9)
+    assert seen[True] == {(1, 40), (backend.point.frame_len, dec.tower_capacity)}
+    assert len(seen[False]) > 20

@@ -115,7 +115,7 @@ class Audio8Backend(Backend):
     def __init__(self, checkpoint: Any, point: Any, language: str, batch_size: int, vad_horizon_s: float,
                  vad_threshold: float, vad_hysteresis: float, window_tokens: int | None,
                  trim_interval_tokens: int | None, tower_capacity: int | None = None,
-                 kv_cache: str = "static") -> None:
+                 kv_cache: str = "static", fixed_shapes: bool = False) -> None:
         from captioner.asr.audio8.config import RIGHT_PAD_TEXT_TOKENS
         from captioner.asr.audio8.streaming import StreamingDecoder
         from captioner.asr.audio8.vad import horizon_index
@@ -158,6 +158,7 @@ class Audio8Backend(Backend):
                 tower_capacity=tower_capacity,
                 cache=kv_cache,
                 slots=self.batch_size,
+                fixed_shapes=fixed_shapes,
             )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
@@ -282,6 +283,7 @@ def load_audio8_backend(
     allow_slow: bool = False,
     check_speed: bool = True,
     kv_cache: str = "static",
+    fixed_shapes: bool = False,
 ) -> Audio8Backend:
     """Load an Audio8 ASR Infinite checkpoint directory as a streaming backend.
 
@@ -306,6 +308,8 @@ def load_audio8_backend(
         kv_cache: ``"static"`` (default: one pre-allocated KV pool per attention stack, a row per
             session, trimmed in place) or ``"per_session"`` (private buffers stacked per call;
             the same tokens).
+        fixed_shapes: steady steps attend over the whole static cache under a mask, so their
+            shapes depend on the batch size alone (groundwork for CUDA graphs; off by default).
 
     Returns:
         The backend; share it between sessions through ``BatchEngine.shared``.
@@ -335,7 +339,7 @@ def load_audio8_backend(
         )
     checkpoint = load_checkpoint(model_dir, dev, dt)
     backend = Audio8Backend(checkpoint, point, language, batch_size, vad_horizon_s, vad_threshold, vad_hysteresis,
-                            window_tokens, trim_interval_tokens, kv_cache=kv_cache)
+                            window_tokens, trim_interval_tokens, kv_cache=kv_cache, fixed_shapes=fixed_shapes)
     if check_speed:
         ms = backend.measure_step_ms()
         if ms > clock_ms:

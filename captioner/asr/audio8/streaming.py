@@ -288,17 +288,17 @@ class PooledKV:
 
     New keys of row ``b`` go to ``pool.keys[layer, slot_b, :, length_b : length_b + T]`` in one
     indexed write per layer. When the rows are consecutive slots ``a, a + 1, ...`` the call
-    returns a view ``pool.keys[layer, a : a + B, :, :S]`` (``S = max(length) + T``; stale tails
-    are masked out), else a gather of the rows.
+    returns a view ``pool.keys[layer, a : a + B, :, :S]`` (``S = max(length) + T``, or the whole
+    capacity with ``full``; stale tails are masked out), else a gather of the rows.
     """
 
-    def __init__(self, stores: Sequence[KVSlot], new_tokens: int) -> None:
+    def __init__(self, stores: Sequence[KVSlot], new_tokens: int, full: bool = False) -> None:
         self.stores = list(stores)
         self.pool = self.stores[0].pool
         if any(s.pool is not self.pool for s in self.stores):
             raise ValueError("rows of one call must share one KV pool")
         self.t = int(new_tokens)
-        self.total = max(s.length for s in self.stores) + self.t
+        self.total = self.pool.capacity if full else max(s.length for s in self.stores) + self.t
         slots = [s.slot for s in self.stores]
         self._first = slots[0]
         self._contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
@@ -342,10 +342,11 @@ class PooledKV:
         return allowed
 
 
-def kv_cache(stores: Sequence[Any], new_tokens: int) -> BatchedKV | PooledKV:
-    """The cache object for one call: :class:`PooledKV` over pool slots, else :class:`BatchedKV`."""
+def kv_cache(stores: Sequence[Any], new_tokens: int, full: bool = False) -> BatchedKV | PooledKV:
+    """The cache object for one call: :class:`PooledKV` over pool slots (attending over the whole
+    capacity with ``full``), else :class:`BatchedKV`."""
     if isinstance(stores[0], KVSlot):
-        return PooledKV(stores, new_tokens)
+        return PooledKV(stores, new_tokens, full)
     return BatchedKV(stores, new_tokens)
 
 
@@ -437,6 +438,10 @@ class StreamingDecoder:
             call attend straight from the pool; ``"per_session"``: each session owns private
             :class:`KVStore` buffers that each call stacks (the earlier path; same tokens).
         slots: sessions the static pools hold before they grow (the backend's ``B``).
+        fixed_shapes: with the static cache, steady steps attend over the whole pool capacity
+            under a mask, so their tensor shapes depend on the batch size alone (what CUDA-graph
+            capture or ``torch.compile`` without recompiles needs; extra attention work over
+            masked keys). Off by default until a GPU measurement shows it pays; same tokens.
 
     Attributes:
         profile: None, or a dict that :meth:`run` adds seconds to per stage (``frontend``,
@@ -444,7 +449,8 @@ class StreamingDecoder:
             to measure).
 
     Raises:
-        ValueError: a window or capacity too small for the prompt, or an unknown ``cache``.
+        ValueError: a window or capacity too small for the prompt, an unknown ``cache``, or
+            ``fixed_shapes`` without the static cache.
     """
 
     def __init__(
@@ -460,10 +466,14 @@ class StreamingDecoder:
         tower_capacity: int | None = None,
         cache: str = "static",
         slots: int = 1,
+        fixed_shapes: bool = False,
     ) -> None:
         if cache not in ("static", "per_session"):
             raise ValueError(f"unknown KV cache kind {cache!r}; choose 'static' or 'per_session'")
+        if fixed_shapes and cache != "static":
+            raise ValueError("fixed_shapes needs the static cache")
         self.cache = cache
+        self.fixed_shapes = bool(fixed_shapes)
         self.model = model
         self.fe = feature_extractor
         self.point = point
@@ -612,7 +622,8 @@ class StreamingDecoder:
                 s.tower.drop_front(shift)
                 s.tower.rotate(shift, self.model.audio_tower.rotary_emb)
                 s.tower_rebases += 1
-        tcache = kv_cache([s.tower for s in states], n_frames)
+        full = self.fixed_shapes and k0 > 0
+        tcache = kv_cache([s.tower for s in states], n_frames, full)
         hidden = self.model.tower(frames, tcache.positions(self.device), tcache.mask(self.device, self.sliding), tcache)
         tcache.commit()
         audio_embeds = self.model.multi_modal_projector(hidden, p.frame_len)  # [B, n_tok, H]
@@ -635,11 +646,11 @@ class StreamingDecoder:
                 last_hidden[b] = h_last
         if plain:
             stores = [states[b].decoder for b in plain]
-            dcache = kv_cache(stores, n_tok)
+            dcache = kv_cache(stores, n_tok, full)
             for b in plain:
                 s = states[b]
                 s.ledger[s.decoder.length : s.decoder.length + n_tok] = fused[b]
-            mask = None if (len(plain) == 1 and n_tok == 1) else dcache.mask(self.device)
+            mask = None if (len(plain) == 1 and n_tok == 1 and not full) else dcache.mask(self.device)
             rows = fused if len(plain) == len(states) else fused[plain]
             h = self.model.decoder(rows, dcache.positions(self.device), mask, dcache, self.t_cond)
             dcache.commit()
