@@ -29,7 +29,7 @@ Usage::
     python bench/audio8_step.py --cache static per_session baseline@5c6e63d --steps 400 \
         --long 2500 --long-batch 4 --long-all
     # full size, random bf16 weights, one GPU (about 6 minutes on a data-centre GPU)
-    python bench/audio8_step.py --size full --device cuda --batch 1 2 4 --cache static per_session \
+    python bench/audio8_step.py --size full --device cuda --batch 1 2 4 --cache static static_fixed per_session \
         --steps 200 --profile-steps 50 --long 7500 --long-batch 4 --time-limit 480 \
         --out bench/results/audio8_step_full_h200.json
 """
@@ -120,11 +120,13 @@ def _backend(args, clock: int, delay: int, batch: int, cache: str, tiny_dir: str
                               tower_capacity=d.tower_capacity)
         return backend
 
+    fixed = cache == "static_fixed"  # the static cache with fixed_shapes
+    kind = "static" if fixed else cache
     if full_ck is None:
         return load_audio8_backend(tiny_dir, clock_ms=clock, delay_ms=delay, device=args.device, dtype=args.dtype,
-                                   batch_size=batch, check_speed=False, kv_cache=cache)
+                                   batch_size=batch, check_speed=False, kv_cache=kind, fixed_shapes=fixed)
     point = operating_point(full_ck.config, clock, delay)
-    return Audio8Backend(full_ck, point, "en", batch, 1.0, 0.5, 0.2, None, None, kv_cache=cache)
+    return Audio8Backend(full_ck, point, "en", batch, 1.0, 0.5, 0.2, None, None, kv_cache=kind, fixed_shapes=fixed)
 
 
 def _sync(device: str) -> None:
@@ -334,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--delay", type=int, default=480, help="ms (a multiple of every clock benched)")
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--cache", nargs="+", default=["static"], metavar="KIND",
-                    help="static, per_session, or baseline@REV: the streaming step of git revision REV")
+                    help="static, static_fixed (fixed_shapes), per_session, or baseline@REV: the streaming step "
+                         "of git revision REV")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--profile-steps", type=int, default=50)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
