@@ -251,61 +251,72 @@ def bench_one(backends: dict, batch: int, steps: int, profile_steps: int, device
     return outs
 
 
-def long_run(backend, batch: int, steps: int, device: str, budget_s: float | None = None) -> dict:
+def long_run(backends: dict, batch: int, steps: int, device: str, budget_s: float | None = None) -> dict:
     """Step time and memory per 250-step segment over a long stream of ``batch`` sessions, and
-    the steps that trimmed the rolling window / re-based the tower on their own; stops early
-    (``stopped_early``) once ``budget_s`` seconds have passed."""
+    the steps that trimmed the rolling window / re-based the tower; several backends alternate
+    step by step (as in :func:`bench_one`). Stops early (``stopped_early``) once ``budget_s``
+    seconds have passed.
+
+    Returns:
+        Per backend key, the long-run summary.
+    """
     import torch
 
-    rng = np.random.default_rng(1)
-    states: list = [None] * batch
-    seg: list[float] = []
-    segments = []
-    worst = 0.0
-    trim_steps: list[float] = []
-    rebase_steps: list[float] = []
-    counts = (0, 0)
+    keys = list(backends)
+    rngs = {k: np.random.default_rng(1) for k in keys}
+    states: dict[str, list] = {k: [None] * batch for k in keys}
+    seg: dict[str, list[float]] = {k: [] for k in keys}
+    segments: dict[str, list] = {k: [] for k in keys}
+    worst = {k: 0.0 for k in keys}
+    trim_steps: dict[str, list[float]] = {k: [] for k in keys}
+    rebase_steps: dict[str, list[float]] = {k: [] for k in keys}
+    counts = {k: (0, 0) for k in keys}
+    clock = backends[keys[0]].point.clock_ms
     t_begin = time.perf_counter()
     done = 0
     for i in range(steps):
         if budget_s is not None and time.perf_counter() - t_begin > budget_s:
             break
         done = i + 1
-        rows = _rows(backend, states, i, rng)
-        _sync(device)
-        t0 = time.perf_counter()
-        states = [r.state for r in backend.step(rows)]
-        _sync(device)
-        dt = (time.perf_counter() - t0) * 1000.0
-        seg.append(dt)
-        worst = max(worst, dt)
-        now = (sum(st.trims for st in states), sum(st.tower_rebases for st in states))
-        if now[0] > counts[0]:
-            trim_steps.append(dt)
-        if now[1] > counts[1]:
-            rebase_steps.append(dt)
-        counts = now
-        if len(seg) == 250:
-            s0 = states[0]
-            segments.append({
-                "until_s": round((i + 1) * backend.point.clock_ms / 1000.0, 1),
-                **_summary(seg),
-                "rss_mb": round(_rss_mb(), 1),
-                "gpu_mb": round(torch.cuda.memory_allocated() / 2**20, 1) if _cuda(device) else None,
-                "decoder_positions": s0.decoder.length,
-                "tower_positions": s0.tower.length,
-                "trims": s0.trims,
-                "tower_rebases": s0.tower_rebases,
-            })
-            seg = []
-    if seg:
-        segments.append({"until_s": round(done * backend.point.clock_ms / 1000.0, 1), **_summary(seg)})
-    return {"steps": done, "stopped_early": done < steps, "batch": batch,
-            "audio_s": round(done * backend.point.clock_ms / 1000.0, 1),
-            "window_tokens": backend.decoder.window, "max_step_ms": round(worst, 3),
-            "trim_steps": {"count": len(trim_steps), **(_summary(trim_steps) if trim_steps else {})},
-            "rebase_steps": {"count": len(rebase_steps), **(_summary(rebase_steps) if rebase_steps else {})},
-            "segments": segments}
+        for k in keys:
+            rows = _rows(backends[k], states[k], i, rngs[k])
+            _sync(device)
+            t0 = time.perf_counter()
+            states[k] = [r.state for r in backends[k].step(rows)]
+            _sync(device)
+            dt = (time.perf_counter() - t0) * 1000.0
+            seg[k].append(dt)
+            worst[k] = max(worst[k], dt)
+            now = (sum(st.trims for st in states[k]), sum(st.tower_rebases for st in states[k]))
+            if now[0] > counts[k][0]:
+                trim_steps[k].append(dt)
+            if now[1] > counts[k][1]:
+                rebase_steps[k].append(dt)
+            counts[k] = now
+            if len(seg[k]) == 250:
+                s0 = states[k][0]
+                segments[k].append({
+                    "until_s": round((i + 1) * clock / 1000.0, 1),
+                    **_summary(seg[k]),
+                    "rss_mb": round(_rss_mb(), 1),
+                    "gpu_mb": round(torch.cuda.memory_allocated() / 2**20, 1) if _cuda(device) else None,
+                    "decoder_positions": s0.decoder.length,
+                    "tower_positions": s0.tower.length,
+                    "trims": s0.trims,
+                    "tower_rebases": s0.tower_rebases,
+                })
+                seg[k] = []
+    out = {}
+    for k in keys:
+        if seg[k]:
+            segments[k].append({"until_s": round(done * clock / 1000.0, 1), **_summary(seg[k])})
+        out[k] = {"steps": done, "stopped_early": done < steps, "batch": batch, "audio_s": round(done * clock / 1000.0, 1),
+                  "window_tokens": backends[k].decoder.window, "max_step_ms": round(worst[k], 3),
+                  "trim_steps": {"count": len(trim_steps[k]), **(_summary(trim_steps[k]) if trim_steps[k] else {})},
+                  "rebase_steps": {"count": len(rebase_steps[k]),
+                                   **(_summary(rebase_steps[k]) if rebase_steps[k] else {})},
+                  "segments": segments[k]}
+    return out
 
 
 def _vs_targets(results: list[dict], long: dict | None, cache: str) -> dict:
@@ -427,14 +438,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.long:
         long = {}
         kinds = args.cache if args.long_all else args.cache[:1]
-        for n, cache in enumerate(kinds):
-            backend = _backend(args, 80, 480, args.long_batch, cache, tiny_dir, full_ck)
+        long_groups = [kinds] if not _cuda(device) else [[c] for c in kinds]
+        for n, group in enumerate(long_groups):
+            backends = {c: _backend(args, 80, 480, args.long_batch, c, tiny_dir, full_ck) for c in group}
             left = args.time_limit - (time.perf_counter() - t_start) if args.time_limit else None
-            budget = left / (len(kinds) - n) if left is not None else None
-            long[cache] = long_run(backend, args.long_batch, args.long, device, budget)
-            backend.close()
-            del backend
+            budget = left / (len(long_groups) - n) if left is not None else None
+            long.update(long_run(backends, args.long_batch, args.long, device, budget))
+            for b in backends.values():
+                b.close()
+            del backends
             gc.collect()
+            if _cuda(device):
+                torch.cuda.empty_cache()
             report(long)
     out = report(long)
     print(json.dumps(out, indent=2))
