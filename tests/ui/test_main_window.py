@@ -65,7 +65,7 @@ def test_start_stop_keeps_the_last_word(make_window, qtbot):
     pane = win.transcript_view.toPlainText()
     assert "talk.wav: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
     assert "echo" in win.overlay.visible_text()
-    assert win.start_button.text() == "Start" and win.mode_combo.isEnabled()
+    assert win.start_button.text() == "Start" and win.sources.mode_combo.isEnabled()
 
 
 def test_save_writes_all_four_formats(make_window, qtbot, tmp_path):
@@ -105,7 +105,7 @@ def test_engine_error_shows_message_and_gui_stays_responsive(make_window, qtbot)
 
 def test_missing_file_is_a_usage_message_not_a_start(make_window, qtbot, settings):
     win, record = make_window()
-    win.file_edit.setText("/nonexistent/talk.wav")
+    win.sources.file_edit.setText("/nonexistent/talk.wav")
     win.start_button.click()
     assert win.messages.messages()[-1][2] == "config"
     assert win.engine_state == "idle" and not record["pipelines"]
@@ -115,7 +115,7 @@ def test_backlog_warning_comes_and_goes(make_window):
     win, _ = make_window()
     win._on_event(Stats(rtf=1.4, backlog_s=9.0, source="talk.wav"))
     assert [m[2] for m in win.messages.messages()] == ["backlog"]
-    assert "RTF 1.40" in win.stats_label.text() and "backlog 9.0 s" in win.stats_label.text()
+    assert "RTF 1.40" in win.run_bar.stats_label.text() and "backlog 9.0 s" in win.run_bar.stats_label.text()
     win._on_event(Stats(rtf=0.5, backlog_s=0.2, source="talk.wav"))
     assert win.messages.messages() == []
 
@@ -136,33 +136,33 @@ def test_crash_journal_is_offered_for_recovery(make_window, qtbot, tmp_path):
 
 def test_clock_and_delay_pickers(make_window):
     win, _ = make_window()
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData("audio8"))
-    assert win.clock_combo.isEnabled() and win.language_combo.isEnabled()
-    win.clock_combo.setCurrentIndex(win.clock_combo.findData(120))
-    delays = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count())]
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData("audio8"))
+    assert win.model_panel.clock_combo.isEnabled() and win.model_panel.language_combo.isEnabled()
+    win.model_panel.clock_combo.setCurrentIndex(win.model_panel.clock_combo.findData(120))
+    delays = [win.model_panel.delay_combo.itemData(i) for i in range(win.model_panel.delay_combo.count())]
     assert delays[0] == 240 and all(d % 120 == 0 for d in delays)
-    starred = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count()) if "★" in win.delay_combo.itemText(i)]
+    starred = [win.model_panel.delay_combo.itemData(i) for i in range(win.model_panel.delay_combo.count()) if "★" in win.model_panel.delay_combo.itemText(i)]
     assert starred == [240, 480]  # model card post-trained points at 120 ms
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData("default"))
-    assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData("default"))
+    assert not win.model_panel.language_combo.isEnabled() and win.model_panel.language_combo.currentData() == "en"
 
 
 @pytest.mark.parametrize("backend, shown", [("default", False), ("tflite", False), ("audio8", True),
                                              ("remote", True)])
 def test_clock_and_delay_show_only_for_backends_with_a_clock(make_window, backend, shown):
     win, _ = make_window()
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData(backend))
-    for wdg in (win.clock_label, win.clock_combo, win.delay_label, win.delay_combo):
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData(backend))
+    for wdg in (win.model_panel.clock_label, win.model_panel.clock_combo, win.model_panel.delay_label, win.model_panel.delay_combo):
         assert wdg.isVisible() is shown
-    assert win.language_combo.isVisible()
+    assert win.model_panel.language_combo.isVisible()
 
 
 def test_autosave_folder_gets_the_transcript(make_window, qtbot, tmp_path):
     win, record = make_window()
     folder = tmp_path / "captions"
     folder.mkdir()
-    win.autosave_check.setChecked(True)
-    win.autosave_edit.setText(str(folder))
+    win.save_panel.autosave_check.setChecked(True)
+    win.save_panel.autosave_edit.setText(str(folder))
     _run_and_stop(qtbot, win, record)
     files = list(folder.glob("captions_*.txt"))
     assert len(files) == 1
@@ -193,10 +193,10 @@ def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path)
     try:
         win.start_button.click()
         # the GUI thread keeps running while the model "loads": progress shows, Cancel is offered
-        qtbot.waitUntil(lambda: win.progress.isVisible() and win.status_label.text().startswith("Loading"), timeout=5000)
+        qtbot.waitUntil(lambda: win.run_bar.progress.isVisible() and win.run_bar.status_label.text().startswith("Loading"), timeout=5000)
         assert win.start_button.text() == "Cancel"
         release.set()
-        qtbot.waitUntil(lambda: win.start_button.text() == "Stop" and not win.progress.isVisible(), timeout=5000)
+        qtbot.waitUntil(lambda: win.start_button.text() == "Stop" and not win.run_bar.progress.isVisible(), timeout=5000)
     finally:
         release.set()
         assert controller.shutdown(10000)
@@ -365,7 +365,7 @@ def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(ma
     qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
     qtbot.waitUntil(lambda: win.engine_state == "running", timeout=5000)
     seen = []
-    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.progress.isVisible())))
+    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.run_bar.progress.isVisible())))
     with qtbot.waitSignal(win.closed, timeout=5000):
         win.request_quit()  # discard (conftest); the engine drains first
     assert ("quitting", True) in seen
