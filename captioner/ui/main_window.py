@@ -103,6 +103,7 @@ class MainWindow(QMainWindow):
         self._load_settings()
         self._wire()
         self._update_controls()
+        self._update_save_enabled()
 
     # -- layout ------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -167,6 +168,7 @@ class MainWindow(QMainWindow):
         w.stopped.connect(self._on_stopped)
         w.started.connect(self._on_started)
         self.recorder.segment_closed.connect(self._on_segment)
+        self.session.changed.connect(self._update_save_enabled)
         self.recorder.notice.connect(self._show_notice)
         self.transcript_view.line_added.connect(lambda line: emit(self.transcript_line, line))
         self.start_button.clicked.connect(self.toggle_running)
@@ -241,7 +243,7 @@ class MainWindow(QMainWindow):
             return
         self.messages.clear("config")
         self.save_settings()
-        self.recorder.begin(config.backend, [s.label for s in config.sources], self.save_panel.autosave_dir())
+        self.session.begin_run(config.backend, [s.label for s in config.sources], self.save_panel.autosave_dir())
         self.overlay.clear()
         self.transcript_view.begin_run()
         self._stats.clear()
@@ -285,7 +287,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_stopped(self) -> None:
-        self.recorder.end()
+        self.session.end_run()
         self.overlay.model.close_all()
         self.overlay.update()
         self.transcript_view.end_run()
@@ -308,6 +310,8 @@ class MainWindow(QMainWindow):
         if isinstance(ev, (TextDelta, TurnBoundary)):
             self.overlay.apply_event(ev)
             self.transcript_view.apply_event(ev)
+            if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
+                self.session.text_arrived()
         elif isinstance(ev, Level):
             meter = self._meters.get(ev.source)
             if meter is not None:
@@ -319,7 +323,7 @@ class MainWindow(QMainWindow):
 
     def _on_segment(self, seg) -> None:
         if self.transcript_view.show_segment(seg):
-            self.session.segment_shown()
+            self.session.text_arrived()
 
     def live_text(self) -> str:
         """The not-yet-closed text shown under the transcript (rich text)."""
@@ -360,13 +364,26 @@ class MainWindow(QMainWindow):
         self.settings.set(Keys.OVERLAY_VISIBLE, bool(on))
 
     # -- files ---------------------------------------------------------------------------------
+    def _update_save_enabled(self) -> None:
+        has_text = self.session.has_text()
+        self.save_panel.save_button.setEnabled(has_text)
+        self.save_action.setEnabled(has_text)
+
+    def _say_nothing_to_save(self) -> None:
+        self.messages.show_message("Nothing to save yet: the transcript is empty. Press Start to caption "
+                                   "something first.", "info", "save")
+
     def save_transcript(self, path: str) -> Path | None:
-        """Save the transcript to ``path`` (format from the suffix); errors become messages."""
+        """Save every run the pane shows to ``path`` (format from the suffix); errors become messages."""
+        if not self.session.has_text():
+            self._say_nothing_to_save()
+            return None
         try:
             written = self.session.save(path)
         except Exception as exc:  # noqa: BLE001 - TranscriptWriteError, ValueError: shown, never raised
             self.messages.show_message(f"The transcript was not saved: {exc}", "error", "save")
             return None
+        self.messages.clear("recovered")  # "Use Save as… to keep it": done
         self.messages.show_message(f"Transcript saved to {written}.", "info", "save")
         self.settings.set(Keys.LAST_SAVE_DIR, str(Path(written).parent))
         return Path(written)
@@ -377,6 +394,9 @@ class MainWindow(QMainWindow):
         Returns:
             The file written, or ``None`` when the user cancelled or writing failed.
         """
+        if not self.session.has_text():
+            self._say_nothing_to_save()
+            return None
         filters = {"txt": "Plain text (*.txt)", "srt": "SubRip subtitles (*.srt)", "vtt": "WebVTT subtitles (*.vtt)",
                    "json": "JSON with times (*.json)"}
         start = self.settings.get(Keys.LAST_SAVE_DIR) or str(Path.home())
@@ -396,6 +416,8 @@ class MainWindow(QMainWindow):
             found = self.recorder.unfinished()
         except Exception:  # noqa: BLE001 - recovery is a convenience, never a blocker
             return False
+        loaded = set(self.session.recovered_journals())
+        found = [p for p in found if p not in loaded]
         if not found:
             return False
         path = found[0]
@@ -478,6 +500,8 @@ class MainWindow(QMainWindow):
         if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
             self._cancel_close(event)  # the save was cancelled or failed: stay open
             return
+        if self._close_choice == "discard":
+            self.session.discard_recovered()  # the user threw it away: not offered again
         self._quitting = False
         self._user_quit = False
         self._close_choice = None
