@@ -35,7 +35,7 @@ from captioner.ui.level_meter import LevelMeter
 from captioner.ui.messages import MessageBar
 from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
-from captioner.ui.qt_helpers import format_time  # noqa: F401 - re-exported for scripts
+from captioner.ui.qt_helpers import format_time, standard_keys  # noqa: F401 - format_time for scripts
 from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
 from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
@@ -137,10 +137,10 @@ class MainWindow(QMainWindow):
         self.overlay_action = QAction("Show captions overlay", self, checkable=True)
         self.click_through_action = QAction("Overlay click-through", self, checkable=True)
         self.save_action = QAction("Save transcript as…", self)
-        self.save_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.save_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Save, "Ctrl+S"))
         self.settings_action = QAction("Settings…", self)
         self.quit_action = QAction("Quit", self)
-        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Quit, "Ctrl+Q"))
         for a in (self.start_action, self.overlay_action, self.click_through_action):
             a.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
             self.addAction(a)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QComboBox
+
+
+def standard_keys(key: QKeySequence.StandardKey, fallback: str) -> list[QKeySequence]:
+    """The platform's bindings of a standard key, or ``fallback`` where it has none
+    (X11 without a desktop theme binds no Quit key)."""
+    return list(QKeySequence.keyBindings(key)) or [QKeySequence(fallback)]
 
 
 def select_data(combo: QComboBox, data) -> bool:
