@@ -125,10 +125,31 @@ class TranscriptView(QWidget):
 
     # -- text --------------------------------------------------------------------------------
     def append_line(self, line: str) -> int:
-        """Append one line to the pane; returns its block number."""
-        self.editor.appendPlainText(line)
+        """Append one line to the pane; returns its block number.
+
+        The user's selection and scroll position stay as they were (they may be reading
+        back or copying); a pane scrolled to the end with nothing selected follows the
+        new line.
+        """
+        ed = self.editor
+        bar = ed.verticalScrollBar()
+        mine = ed.textCursor()
+        anchor, position = mine.anchor(), mine.position()
+        follow = bar.value() >= bar.maximum() and not mine.hasSelection()
+        kept = bar.value()
+        doc = ed.document()
+        end = QTextCursor(doc)
+        end.movePosition(QTextCursor.MoveOperation.End)
+        if not doc.isEmpty():
+            end.insertBlock()
+        end.insertText(line)
+        restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
+        restored.setPosition(anchor)
+        restored.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+        ed.setTextCursor(restored)
+        bar.setValue(bar.maximum() if follow else kept)
         emit(self.line_added, line)
-        return self.editor.document().blockCount() - 1
+        return doc.blockCount() - 1
 
     def _replace_line(self, block_number: int, line: str) -> None:
         block = self.editor.document().findBlockByNumber(block_number)
