@@ -54,6 +54,10 @@ MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
 #: Message codes that stay when a run starts (they are not about the previous run).
 PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
+#: Messages about the audio sources: they go when the user changes the sources.
+SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
+#: Messages about the model: they go when the user changes the model.
+MODEL_MESSAGES = ("model_missing", "backend_missing", "model_error", "backend_error", "backend_slow")
 
 __all__ = ["MIN_TRANSCRIPT_PX", "MIN_WINDOW", "MainWindow"]
 
@@ -109,8 +113,9 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         central = QWidget()
         root = QVBoxLayout(central)
+        # messages sit above the transcript, below the form: they take room from the transcript
+        # pane, never move the buttons and lists the user is about to click
         self.messages = MessageBar()
-        root.addWidget(self.messages)
         self.sources = SourcePanel(self.settings)
         self.model_panel = ModelPanel(self.settings)
         self.run_bar = RunBar()
@@ -123,10 +128,17 @@ class MainWindow(QMainWindow):
         tl.setContentsMargins(0, 0, 0, 0)
         tl.addWidget(self.sources)
         tl.addWidget(self.model_panel)
+        bottom = QWidget()
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(self.messages)
+        bl.addWidget(self.transcript_view, 1)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
-        split.addWidget(self.transcript_view)
+        split.addWidget(bottom)
         split.setStretchFactor(1, 1)
+        split.setChildrenCollapsible(False)
+        self.splitter = split
         root.addWidget(self.run_bar)
         root.addWidget(split, 1)
         root.addWidget(self.save_panel)
@@ -178,6 +190,9 @@ class MainWindow(QMainWindow):
         self.overlay.click_through_changed.connect(self.click_through_action.setChecked)
         self.save_action.triggered.connect(self.save_dialog)
         self.save_panel.save_button.clicked.connect(self.save_dialog)
+        self.sources.changed.connect(lambda: self._on_form_changed(SOURCE_MESSAGES))
+        self.model_panel.changed.connect(lambda: self._on_form_changed(MODEL_MESSAGES))
+        self.save_panel.changed.connect(lambda: self._on_form_changed(()))
 
     # -- settings ----------------------------------------------------------------------------
     def _load_settings(self) -> None:
@@ -217,6 +232,18 @@ class MainWindow(QMainWindow):
         self.sources.set_busy(busy)
         self.model_panel.set_busy(busy)
         self.run_bar.set_state(self.engine_state)
+
+    def _on_form_changed(self, codes: tuple[str, ...]) -> None:
+        """A choice changed: messages about what it was are stale; a usage warning goes once fixed."""
+        if self.engine_state != "idle":
+            return
+        self.messages.clear_where(lambda row: row.code in codes)
+        if any(code == "config" for _, _, code in self.messages.messages()):
+            problem = self._check_config(self.build_config())
+            if not problem:
+                self.messages.clear("config")
+            elif problem not in (text for text, _, code in self.messages.messages() if code == "config"):
+                self.messages.show_message(problem, "warning", "config")
 
     def refresh_devices(self) -> None:
         """Re-list the audio devices."""

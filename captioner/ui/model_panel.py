@@ -24,7 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from PySide6.QtCore import Signal
+
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
+from captioner.engine.qt_emit import emit
 from captioner.ui.qt_helpers import select_data
 from captioner.ui.settings import Keys, Settings
 
@@ -48,7 +51,12 @@ class ModelPanel(QGroupBox):
 
     Args:
         settings: typed settings (read by :meth:`load_settings`, written by :meth:`save_settings`).
+
+    Signals:
+        changed(): any choice changed (backend, location, clock, delay, language).
     """
+
+    changed = Signal()
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__("Model", parent)
@@ -91,6 +99,9 @@ class ModelPanel(QGroupBox):
         self.backend_combo.currentIndexChanged.connect(self._on_backend_changed)
         self.clock_combo.currentIndexChanged.connect(self._fill_delays)
         self.model_button.clicked.connect(self._browse_model)
+        for combo in (self.backend_combo, self.clock_combo, self.delay_combo, self.language_combo):
+            combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
+        self.model_edit.textChanged.connect(lambda _t: emit(self.changed))
 
     # -- settings ----------------------------------------------------------------------------
     def load_settings(self) -> None:

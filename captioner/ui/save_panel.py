@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QFileDialog, QHBoxLayout, QLineEdit, QPushButton, QWidget
 
+from captioner.engine.qt_emit import emit
 from captioner.ui.settings import Keys, Settings
 
 
@@ -12,7 +14,12 @@ class SavePanel(QWidget):
 
     Args:
         settings: typed settings (read by :meth:`load_settings`, written by :meth:`save_settings`).
+
+    Signals:
+        changed(): the autosave choice or folder changed.
     """
+
+    changed = Signal()
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -30,6 +37,8 @@ class SavePanel(QWidget):
         lay.addSpacing(12)
         lay.addWidget(self.save_button)
         self.autosave_button.clicked.connect(self._browse_autosave)
+        self.autosave_check.toggled.connect(lambda _on: emit(self.changed))
+        self.autosave_edit.textChanged.connect(lambda _t: emit(self.changed))
 
     def load_settings(self) -> None:
         """Show the stored choices."""

@@ -38,9 +38,11 @@ class SourcePanel(QGroupBox):
 
     Signals:
         mode_changed(str): the mode picker changed (``"microphone"``, ``"system"``, ``"both"``, ``"file"``).
+        changed(): any choice changed (mode, a device, the file).
     """
 
     mode_changed = Signal(str)
+    changed = Signal()
 
     def __init__(self, settings: Settings, parent: QWidget | None = None) -> None:
         super().__init__("Audio", parent)
@@ -80,6 +82,9 @@ class SourcePanel(QGroupBox):
         grid.setColumnStretch(2, 1)
         self.grid = grid
         self.mode_combo.currentIndexChanged.connect(self._on_mode)
+        for combo in (self.mic_combo, self.system_combo):
+            combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
+        self.file_edit.textChanged.connect(lambda _t: emit(self.changed))
         self.file_button.clicked.connect(self._browse_file)
         self.refresh_button.clicked.connect(self.refresh_devices)
 
@@ -122,6 +127,7 @@ class SourcePanel(QGroupBox):
     def _on_mode(self) -> None:
         self.update_controls()
         emit(self.mode_changed, self.mode())
+        emit(self.changed)
 
     # -- devices -----------------------------------------------------------------------------
     def refresh_devices(self) -> None:
