@@ -12,6 +12,9 @@ choices into the model part of an :class:`~captioner.engine.qt_worker.EngineConf
 
 from __future__ import annotations
 
+import os
+
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -23,8 +26,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QWidget,
 )
-
-from PySide6.QtCore import Signal
 
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
 from captioner.engine.qt_emit import emit
@@ -44,6 +45,43 @@ CLOCKED = ("audio8", "remote")
 LOCATION_KEYS = {"audio8": Keys.AUDIO8_DIR, "tflite": Keys.TFLITE_FILE, "remote": Keys.REMOTE_URL}
 #: Placeholder text of the location field per backend.
 PLACEHOLDERS = {"audio8": "checkpoint folder", "tflite": "model.tflite", "remote": "ws://host:18191/v1/realtime"}
+
+
+#: Files an Audio8 ASR Infinite checkpoint folder must hold (DESIGN section 2).
+AUDIO8_FILES = ("config.json", "model.safetensors")
+#: A TFLite flatbuffer carries this identifier at bytes 4..8.
+TFLITE_MAGIC = b"TFL3"
+
+
+def audio8_folder_problem(folder: str) -> str:
+    """Why ``folder`` is not an Audio8 checkpoint folder, or ``""`` (file names only)."""
+    if not os.path.exists(folder):
+        return f"The checkpoint folder {folder} was not found. Choose the Audio8 checkpoint folder with Browse…"
+    if not os.path.isdir(folder):
+        return (f"{folder} is a file. Choose the Audio8 checkpoint folder (the one holding config.json and "
+                "model.safetensors) with Browse…")
+    missing = [name for name in AUDIO8_FILES if not os.path.isfile(os.path.join(folder, name))]
+    if missing:
+        return (f"The folder {folder} has no {' and no '.join(missing)}, so it is not an Audio8 ASR Infinite "
+                "checkpoint. Choose the folder that holds config.json and model.safetensors with Browse…")
+    return ""
+
+
+def tflite_file_problem(path: str) -> str:
+    """Why ``path`` is not a TFLite model file, or ``""`` (reads 8 bytes)."""
+    if not os.path.exists(path):
+        return f"The model file {path} was not found. Choose a .tflite file with Browse…"
+    if os.path.isdir(path):
+        return f"{path} is a folder. Choose the .tflite file itself with Browse…"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        return f"The model file {path} cannot be read ({exc.strerror or exc}). Check its permissions."
+    if head[4:8] != TFLITE_MAGIC:
+        return (f"{os.path.basename(path)} is not a TensorFlow Lite model (it does not start like a .tflite "
+                "export). Choose a model exported with tensorflow_asr tflite, or use the built-in model.")
+    return ""
 
 
 class ModelPanel(QGroupBox):
@@ -189,10 +227,19 @@ class ModelPanel(QGroupBox):
         }
 
     def problem(self, backend: str, model: str | None) -> str:
-        """What must be fixed before this model can load, or ``""``."""
+        """What must be fixed before this model can load, or ``""``.
+
+        Cheap checks only (names and the first bytes of a file, no import): an empty or
+        wrong Audio8 folder, a missing file or a file that is not a TFLite model are said
+        at once instead of after a model load has started.
+        """
         if backend in ("audio8", "tflite") and not model:
             what = "checkpoint folder" if backend == "audio8" else ".tflite file"
             return f"Choose the {what} for this model with Browse…, or use the built-in model."
+        if backend == "audio8":
+            return audio8_folder_problem(model)
+        if backend == "tflite":
+            return tflite_file_problem(model)
         if backend == "remote" and not (model or "").startswith(("ws://", "wss://")):
             return "Enter the server address, e.g. ws://127.0.0.1:18191/v1/realtime."
         return ""
