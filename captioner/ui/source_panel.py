@@ -30,6 +30,10 @@ MODES = [
 ]
 
 
+#: What a device list shows when the listing found nothing of its kind.
+NO_DEVICE_TEXT = {"microphone": "No microphone found", "system": "No system-audio source found"}
+
+
 class SourcePanel(QGroupBox):
     """The "Audio" group: mode, devices, file and their level meters.
 
@@ -48,6 +52,9 @@ class SourcePanel(QGroupBox):
         super().__init__("Audio", parent)
         self.settings = settings
         self._busy = False
+        #: whether the last listing found any microphone / system-audio source
+        self.found = {"microphone": True, "system": True}
+        self._system_help = ""
         grid = QGridLayout(self)
         self.mode_combo = QComboBox()
         for key, text in MODES:
@@ -142,14 +149,22 @@ class SourcePanel(QGroupBox):
                 help_text = devices.system_audio_help()
         except Exception as exc:  # noqa: BLE001 - device listing must never stop the window
             help_text = f"Audio devices could not be listed ({exc})."
-        for combo, items, key in ((self.mic_combo, mics, Keys.MICROPHONE),
-                                  (self.system_combo, systems, Keys.SYSTEM_AUDIO)):
+        for kind, combo, items, key in (("microphone", self.mic_combo, mics, Keys.MICROPHONE),
+                                        ("system", self.system_combo, systems, Keys.SYSTEM_AUDIO)):
+            combo.blockSignals(True)
             combo.clear()
-            combo.addItem("Default device", "")
-            for label, name in items:
-                combo.addItem(label, name)
-            select_data(combo, self.settings.get(key))
+            if items:
+                combo.addItem("Default device", "")
+                for label, name in items:
+                    combo.addItem(label, name)
+                select_data(combo, self.settings.get(key))
+            else:  # "Default device" would promise a device that does not exist
+                combo.addItem(NO_DEVICE_TEXT[kind], "")
+            combo.blockSignals(False)
+            self.found[kind] = bool(items)
+        self._system_help = help_text
         self.system_combo.setToolTip(help_text)
+        emit(self.changed)
 
     # -- specs -------------------------------------------------------------------------------
     def specs(self) -> list[SourceSpec]:
@@ -171,6 +186,14 @@ class SourcePanel(QGroupBox):
         """What must be fixed before these sources can start, or ``""``."""
         if not specs:
             return "Choose what to caption: a microphone, system audio or a file."
+        kinds = {spec.kind for spec in specs}
+        if "microphone" in kinds and not self.found["microphone"]:
+            return ("No microphone was found. Connect one (or start the sound server) and press Refresh devices, "
+                    "or caption system audio or a file instead.")
+        if "system" in kinds and not self.found["system"]:
+            help_text = f" {self._system_help}" if self._system_help else ""
+            return (f"No system-audio source was found.{help_text} Then press Refresh devices, or caption the "
+                    "microphone or a file instead.")
         for spec in specs:
             if spec.kind == "file" and (not spec.path or not os.path.isfile(spec.path)):
                 return "The audio file was not found. Choose a WAV, FLAC or OGG file with Browse…"
