@@ -599,6 +599,10 @@ class CaptionOverlay(QWidget):
         self._place(clamp_rect(geom, target.availableGeometry()))
         return self.geometry()
 
+    def place(self, rect: QRect) -> None:
+        """Put the overlay at ``rect`` (clamped onto its screen) without counting it as a user move."""
+        self._place(self.clamped(rect))
+
     def _place(self, rect: QRect) -> None:
         self._restoring = True
         try:
