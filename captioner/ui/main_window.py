@@ -52,6 +52,14 @@ BACKLOG_OK_S = 1.0
 #: Window size (px): the smallest it can be made, and the first-run default.
 MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
+#: What to do when captions fall behind, per backend of the run.
+BEHIND_ADVICE = {
+    "default": "The built-in model is already the fastest one: close other busy programs, or caption one "
+               "source instead of two.",
+    "audio8": "Choose a longer clock or delay, or the built-in model, or close other busy programs.",
+    "remote": "The server is too busy or too slow: choose a longer clock or delay, or the built-in model.",
+    "": "Choose the built-in model, or close other busy programs.",
+}
 #: Message codes that stay when a run starts (they are not about the previous run).
 PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
 #: Messages about the audio sources: they go when the user changes the sources.
@@ -99,6 +107,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("captioner")
         self.engine_state = "idle"
         self._stats: dict[str, Stats] = {}
+        self._run_backend = ""  # the backend of the run in progress (for advice that fits it)
         self._meters: dict[str, LevelMeter] = {}
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
@@ -274,6 +283,7 @@ class MainWindow(QMainWindow):
         self.overlay.clear()
         self.transcript_view.begin_run()
         self._stats.clear()
+        self._run_backend = config.backend
         self._meters = {spec.label: self.sources.meter_for(spec.kind) for spec in config.sources}
         self.engine_state = "loading"
         self._update_controls()
@@ -323,6 +333,7 @@ class MainWindow(QMainWindow):
         if self.run_bar.status_label.text() != "Stopped after an error":
             self.run_bar.set_status("Stopped")
         self.sources.reset_meters()
+        self.run_bar.clear_stats()
         self.messages.clear("backlog")
         self._update_controls()
         if self._quitting:
@@ -366,11 +377,8 @@ class MainWindow(QMainWindow):
         if backlog > BACKLOG_WARN_S and math.isfinite(backlog):
             if not any(code == "backlog" for _, _, code in self.messages.messages()):
                 self.messages.show_message(
-                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. Choose a "
-                    "faster model (the built-in one, or a longer clock/delay), or close other busy programs.",
-                    "warning",
-                    "backlog",
-                )
+                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. "
+                    + BEHIND_ADVICE.get(self._run_backend, BEHIND_ADVICE[""]), "warning", "backlog")
         elif backlog < BACKLOG_OK_S:
             self.messages.clear("backlog")
 
