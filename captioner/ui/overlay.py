@@ -391,13 +391,7 @@ class CaptionOverlay(QWidget):
 
         lh = self._line_height()
         if not self._shown and not self._click_through:
-            hint = QColor(self.partial_color)
-            hint.setAlphaF(0.7)
-            painter.setPen(hint)
-            painter.setFont(self.caption_font)
-            painter.drawText(QRectF(self.rect()).adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN),
-                             int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap),
-                             "Captions appear here. Drag to move, drag the edges to resize.")
+            self._paint_hint(painter)
         y0 = self.height() - MARGIN - lh * len(self._shown)
         stroke = QPen(self.outline_color, max(2.0, self.caption_font.pointSizeF() / 9.0))
         stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
@@ -422,6 +416,55 @@ class CaptionOverlay(QWidget):
             painter.fillPath(final, self.text_color)
             painter.fillPath(partial, self.partial_color)
         painter.end()
+
+    # -- the empty-state hint ---------------------------------------------------------------------
+    #: Hint texts, longest first: the first that fits is shown.
+    HINTS = ("Captions appear here. Drag to move, drag the edges to resize.", "Captions appear here.",
+             "Captions")
+    HINT_FLAGS = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap)
+    #: Smallest hint font (pt).
+    HINT_MIN_PT = 7.0
+    #: Least opacity of the panel behind the hint, so it reads over any window.
+    HINT_BACKDROP_OPACITY = 0.8
+
+    def hint_layout(self) -> tuple[QFont, QRectF, str]:
+        """Font, rectangle and text of the hint: the longest hint that fits, in the largest font
+        (up to the caption font) that fits -- never clipped."""
+        area = QRectF(self.rect()).adjusted(MARGIN / 2, MARGIN / 2, -MARGIN / 2, -MARGIN / 2)
+        font = QFont(self.caption_font)
+        top = max(self.HINT_MIN_PT, self.caption_font.pointSizeF())
+        for text in self.HINTS:
+            size = top
+            while size >= self.HINT_MIN_PT:
+                font.setPointSizeF(size)
+                need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+                if need.width() <= area.width() and need.height() <= area.height():
+                    return QFont(font), area, text
+                size = size - 1.0 if size > 12 else size - 0.5
+        font.setPointSizeF(self.HINT_MIN_PT)
+        return font, area, ""
+
+    def hint_backdrop_opacity(self) -> float:
+        """Opacity of the panel behind the hint (at least :attr:`HINT_BACKDROP_OPACITY`)."""
+        return max(self.opacity, self.HINT_BACKDROP_OPACITY)
+
+    def hint_colour(self) -> QColor:
+        """The hint's colour: the partial tint, opaque (it sits on :meth:`hint_backdrop_opacity`)."""
+        return QColor(self.partial_color)
+
+    def _paint_hint(self, painter: QPainter) -> None:
+        font, area, text = self.hint_layout()
+        if not text:
+            return
+        need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+        back = QColor(self.background_color)
+        back.setAlphaF(self.hint_backdrop_opacity())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(back)
+        painter.drawRoundedRect(need.adjusted(-MARGIN / 2, -2, MARGIN / 2, 2).intersected(QRectF(self.rect())), 6, 6)
+        painter.setPen(self.hint_colour())
+        painter.setFont(font)
+        painter.drawText(area, self.HINT_FLAGS, text)
 
     # -- click-through, focus, drag and resize ----------------------------------------------------
     @property
