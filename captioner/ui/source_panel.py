@@ -59,18 +59,18 @@ class SourcePanel(QGroupBox):
         self.mode_combo = QComboBox()
         for key, text in MODES:
             self.mode_combo.addItem(text, key)
-        self.mode_label = QLabel("Caption:")
+        self.mode_label = QLabel("Ca&ption:")
         grid.addWidget(self.mode_label, 0, 0)
         grid.addWidget(self.mode_combo, 0, 1, 1, 3)
         self.mic_combo = QComboBox()
-        self.mic_meter = LevelMeter()
-        self.mic_label = QLabel("Microphone:")
+        self.mic_meter = LevelMeter(name="Microphone input level")
+        self.mic_label = QLabel("&Microphone:")
         grid.addWidget(self.mic_label, 1, 0)
         grid.addWidget(self.mic_combo, 1, 1)
         grid.addWidget(self.mic_meter, 1, 2)
         self.system_combo = QComboBox()
-        self.system_meter = LevelMeter()
-        self.system_label = QLabel("System audio:")
+        self.system_meter = LevelMeter(name="System audio input level")
+        self.system_label = QLabel("S&ystem audio:")
         grid.addWidget(self.system_label, 2, 0)
         grid.addWidget(self.system_combo, 2, 1)
         grid.addWidget(self.system_meter, 2, 2)
@@ -79,8 +79,8 @@ class SourcePanel(QGroupBox):
         self.file_edit = QLineEdit()
         self.file_edit.setPlaceholderText("WAV, FLAC or OGG file")
         self.file_button = QPushButton("Browse…")
-        self.file_meter = LevelMeter()
-        self.file_label = QLabel("File:")
+        self.file_meter = LevelMeter(name="File input level")
+        self.file_label = QLabel("Fil&e:")
         grid.addWidget(self.file_label, 3, 0)
         grid.addWidget(self.file_edit, 3, 1)
         grid.addWidget(self.file_meter, 3, 2)
@@ -88,6 +88,9 @@ class SourcePanel(QGroupBox):
         grid.setColumnStretch(1, 3)
         grid.setColumnStretch(2, 1)
         self.grid = grid
+        for label, field in ((self.mode_label, self.mode_combo), (self.mic_label, self.mic_combo),
+                             (self.system_label, self.system_combo), (self.file_label, self.file_edit)):
+            label.setBuddy(field)  # screen readers read the label with the list; Alt+letter moves there
         self.mode_combo.currentIndexChanged.connect(self._on_mode)
         for combo in (self.mic_combo, self.system_combo):
             combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
