@@ -45,6 +45,7 @@ class CaptionerApp:
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)
         self.window.quit_action.triggered.connect(self.window.request_quit)
+        self.window.attention.connect(self.tell_outside)
         self._shut = False
 
     def show(self) -> None:
@@ -57,6 +58,11 @@ class CaptionerApp:
         if note:
             self.window.messages.show_message(note, "info", "wayland")
         self.window.check_recovery()
+
+    def tell_outside(self, text: str) -> None:
+        """A problem to see while the main window is not in front: a tray message, else an overlay notice."""
+        if not self.tray.notify(text):
+            self.overlay.show_notice(text)
 
     def place_first_run(self) -> None:
         """The main window at the top of the screen, the overlay below it, clear of each other."""

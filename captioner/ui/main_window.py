@@ -86,10 +86,14 @@ class MainWindow(QMainWindow):
     Signals:
         transcript_line(str): each line appended to the transcript pane.
         closed(): the window was closed (the app quits).
+        attention(str): a problem the user must see although this window is not in front
+            (a Start from the tray or a shortcut that failed): the app shows it in the tray or
+            on the overlay.
     """
 
     transcript_line = Signal(str)
     closed = Signal()
+    attention = Signal(str)
 
     def __init__(
         self,
@@ -276,6 +280,7 @@ class MainWindow(QMainWindow):
         problem = self._check_config(config)
         if problem:
             self.messages.show_message(problem, "warning", "config")
+            self._tell_outside(problem)
             return
         self.messages.clear("config")
         self.save_settings()
@@ -342,6 +347,12 @@ class MainWindow(QMainWindow):
     def _on_error(self, message: str, code: str) -> None:
         self.messages.show_message(message, "error", code)
         self.run_bar.set_status("Stopped after an error")
+        self._tell_outside(message)
+
+    def _tell_outside(self, text: str) -> None:
+        """The message bar is seen only with the window in front: otherwise ask for a tray/overlay notice."""
+        if not (self.isVisible() and self.isActiveWindow()):
+            emit(self.attention, text)
 
     def _on_event(self, ev: Event) -> None:
         self.recorder.add(ev)  # first: the transcript keeps every word whatever happens below

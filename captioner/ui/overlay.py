@@ -41,7 +41,7 @@ from PySide6.QtGui import (
     QTextLayout,
     QTextOption,
 )
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event
@@ -194,6 +194,11 @@ class CaptionOverlay(QWidget):
         self._layout_width = -1
         self._drag: tuple[QPoint, QRect, Qt.Edge | None] | None = None
         self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
+
+        self._notice: QLabel | None = None  # a problem told on the overlay (see show_notice)
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.timeout.connect(self.hide_notice)
 
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
@@ -417,6 +422,50 @@ class CaptionOverlay(QWidget):
             painter.fillPath(partial, self.partial_color)
         painter.end()
 
+    # -- notices ----------------------------------------------------------------------------------
+    #: How long (ms) a notice stays on the overlay.
+    NOTICE_MS = 8000
+
+    @property
+    def notice(self) -> QLabel | None:
+        """The notice label (``None`` until the first notice)."""
+        return self._notice
+
+    def show_notice(self, text: str, ms: int | None = None) -> None:
+        """Show a short problem message at the top of the overlay for ``ms`` (a failed Start
+        from the tray or a shortcut while the main window is not in front)."""
+        if self._notice is None:
+            self._notice = QLabel(self)
+            self._notice.setObjectName("overlay-notice")
+            self._notice.setWordWrap(True)
+            self._notice.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+            self._notice.setStyleSheet("QLabel#overlay-notice { background: rgba(150, 30, 20, 235); color: white; "
+                                       "border-radius: 6px; padding: 4px 8px; font-weight: bold; }")
+        self._notice.setText(text)
+        self._place_notice()
+        self._notice.show()
+        self._notice.raise_()
+        if not self.isVisible():
+            self.show()
+        self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
+
+    def notice_text(self) -> str:
+        """The notice shown now, or ``""``."""
+        return self._notice.text() if self._notice is not None and not self._notice.isHidden() else ""
+
+    def hide_notice(self) -> None:
+        """Remove the notice."""
+        self._notice_timer.stop()
+        if self._notice is not None:
+            self._notice.hide()
+
+    def _place_notice(self) -> None:
+        if self._notice is None:
+            return
+        width = max(40, self.width() - MARGIN)
+        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
+        self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))
+
     # -- the empty-state hint ---------------------------------------------------------------------
     #: Hint texts, longest first: the first that fits is shown.
     HINTS = ("Captions appear here. Drag to move, drag the edges to resize.", "Captions appear here.",
@@ -578,6 +627,7 @@ class CaptionOverlay(QWidget):
         """Re-wrap for the new width and remember the size (debounced)."""
         super().resizeEvent(event)
         self._layout_rev = -1
+        self._place_notice()
         if not self._restoring and self.isVisible():
             self._save_timer.start()
 
