@@ -79,6 +79,18 @@ def main() -> int:
                        "overlay": [o.x(), o.y(), o.width(), o.height()],
                        "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
                        "overlay_text": gui.overlay.visible_text()}, fh)
+        gui.overlay.show_notice("The audio file was not found. Choose a WAV, FLAC or OGG file with Browse…")
+        app.processEvents()
+        gui.overlay.grab().save(os.path.join(out, "overlay_notice.png"))
+        gui.overlay.hide_notice()
+        from captioner.ui.overlay import CaptionOverlay
+        from captioner.ui.settings import Keys
+
+        settings.set(Keys.OVERLAY_OPACITY, 0.1)
+        empty = CaptionOverlay(settings)
+        for name, size in (("overlay_hint_narrow.png", (300, 110)), ("overlay_hint_wide.png", (900, 110))):
+            empty.resize(*size)
+            empty.grab().save(os.path.join(out, name))
         win.engine_state = "idle"
         win.close()
         app.quit()
