@@ -30,6 +30,21 @@ MODES = [
 ]
 
 
+#: Longest label a file source gets from its name (a label starts every caption turn).
+FILE_LABEL_CHARS = 20
+
+
+def file_label(path: str, custom: str = "") -> str:
+    """The caption label of a file source: ``custom`` if set, else the file's name without its
+    suffix, cut to :data:`FILE_LABEL_CHARS` characters."""
+    if custom.strip():
+        return custom.strip()
+    stem = Path(path).stem.strip() if path else ""
+    if not stem:
+        return "File"
+    return stem if len(stem) <= FILE_LABEL_CHARS else stem[: FILE_LABEL_CHARS - 1].rstrip() + "…"
+
+
 #: What a device list shows when the listing found nothing of its kind.
 NO_DEVICE_TEXT = {"microphone": "No microphone found", "system": "No system-audio source found"}
 
@@ -182,7 +197,7 @@ class SourcePanel(QGroupBox):
                                     self.system_combo.currentData() or None))
         if mode == "file":
             path = self.file_edit.text().strip()
-            specs.append(SourceSpec("file", Path(path).name or "File", path=path or None))
+            specs.append(SourceSpec("file", file_label(path, s.get(Keys.FILE_LABEL)), path=path or None))
         return specs
 
     def problem(self, specs: list[SourceSpec]) -> str:

@@ -10,6 +10,7 @@ appends push the last words out.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 
@@ -150,7 +151,9 @@ def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = 
         return b
 
     def source_factory(specs, backend):
-        return [ArraySource(s.label, audio_by_label[s.label]) for s in specs]
+        # keyed by label, or by the file's name for file sources (their label is the short name)
+        return [ArraySource(s.label, audio_by_label[s.label] if s.label in audio_by_label
+                            else audio_by_label[Path(s.path).name]) for s in specs]
 
     def pipeline_factory(backend, sources, on_event):
         p = FakeLive(backend, sources, on_event)
