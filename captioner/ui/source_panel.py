@@ -45,6 +45,19 @@ def file_label(path: str, custom: str = "") -> str:
     return stem if len(stem) <= FILE_LABEL_CHARS else stem[: FILE_LABEL_CHARS - 1].rstrip() + "…"
 
 
+def audio_file_problem(path: str) -> str:
+    """Why ``path`` cannot be played as a source, or ``""`` (reads the header only)."""
+    import soundfile
+
+    try:
+        soundfile.info(path)
+    except Exception:  # noqa: BLE001 - libsndfile says "Format not recognised" and the like
+        name = Path(path).name
+        return (f"{name} is not an audio file that can be read. Choose a WAV, FLAC, OGG or MP3 file with "
+                f"Browse…, or convert it first, for example: ffmpeg -i \"{name}\" \"{Path(name).stem}.flac\"")
+    return ""
+
+
 #: What a device list shows when the listing found nothing of its kind.
 NO_DEVICE_TEXT = {"microphone": "No microphone found", "system": "No system-audio source found"}
 
@@ -215,6 +228,10 @@ class SourcePanel(QGroupBox):
         for spec in specs:
             if spec.kind == "file" and (not spec.path or not os.path.isfile(spec.path)):
                 return "The audio file was not found. Choose a WAV, FLAC or OGG file with Browse…"
+            if spec.kind == "file":
+                problem = audio_file_problem(spec.path)
+                if problem:
+                    return problem
         return ""
 
     def meter_for(self, kind: str) -> LevelMeter:

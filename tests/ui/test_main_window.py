@@ -7,7 +7,7 @@ import json
 import pytest
 import srt
 import webvtt
-from ui_fakes import fake_factories, run_and_stop, speech
+from ui_fakes import fake_factories, run_and_stop, speech, write_wav
 
 from captioner.engine.qt_worker import EngineController, EngineWorker
 from captioner.events import Stats, TextDelta, TurnBoundary
@@ -147,7 +147,7 @@ def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path)
         return bf(config)
 
     wav = tmp_path / "talk.wav"
-    wav.write_bytes(b"fake")
+    write_wav(wav)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(wav))
     controller = EngineController(EngineWorker(slow_backend, sf, pf))

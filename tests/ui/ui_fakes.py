@@ -66,6 +66,14 @@ class DelayedWordBackend(Backend):
         self.closed = True
 
 
+def write_wav(path) -> None:
+    """A tiny real WAV file (0.1 s of silence): the window checks files are audio; the fake
+    source factory never reads them."""
+    import soundfile
+
+    soundfile.write(str(path), np.zeros(1600, dtype=np.float32), 16000)
+
+
 def speech(words: list[str], gap_chunks: int = 1) -> np.ndarray:
     """Audio for the fake backend: one chunk per word, ``gap_chunks`` of silence after each."""
     chunks = []
