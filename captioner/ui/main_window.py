@@ -61,7 +61,7 @@ BEHIND_ADVICE = {
     "": "Choose the built-in model, or close other busy programs.",
 }
 #: Message codes that stay when a run starts (they are not about the previous run).
-PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts")
 #: Messages about the audio sources: they go when the user changes the sources.
 SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
 #: Messages about the model: they go when the user changes the model.
@@ -224,11 +224,29 @@ class MainWindow(QMainWindow):
                 pass
 
     def apply_shortcuts(self) -> None:
-        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog)."""
+        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog).
+
+        A key already taken (by Save, Quit or an earlier action -- an old or hand-edited
+        settings file) is not bound a second time: Qt would call it ambiguous and run neither.
+        """
         s = self.settings
-        self.start_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_START_STOP)))
-        self.overlay_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY)))
-        self.click_through_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_CLICK_THROUGH)))
+        taken = {seq.toString() for a in (self.save_action, self.quit_action) for seq in a.shortcuts()}
+        clashes = []
+        for action, key in ((self.start_action, Keys.SHORTCUT_START_STOP),
+                            (self.overlay_action, Keys.SHORTCUT_TOGGLE_OVERLAY),
+                            (self.click_through_action, Keys.SHORTCUT_CLICK_THROUGH)):
+            seq = QKeySequence(s.get(key))
+            text = seq.toString()
+            if text and text in taken:
+                clashes.append(f"{text} ({action.text()})")
+                seq = QKeySequence()
+            taken.add(text)
+            action.setShortcut(seq)
+        self.messages.clear("shortcuts")
+        if clashes:
+            self.messages.show_message(
+                f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
+                "Choose other keys in File > Settings….", "warning", "shortcuts")
 
     def save_settings(self) -> None:
         """Store the current choices."""
