@@ -646,6 +646,9 @@ class CaptionOverlay(QWidget):
                 self.max_lines = lines
                 if self.settings is not None:
                     self.settings.set(Keys.OVERLAY_LINES, lines)
+        settled = self.clamped(self.geometry())
+        if settled != self.geometry():  # a window-manager move or resize left it partly off the screen
+            self._place(settled)
         if self.settings is None:
             return
         screen = self.current_screen()
