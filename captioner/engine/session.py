@@ -12,6 +12,14 @@ Rules (TensorFlowASR inference page, section 4; DESIGN section 1):
   and resets. Pure overlap is never decoded twice.
 * ``start()`` and ``end()`` both reset, so an abandoned session cannot leak state.
 
+Turns (DESIGN section 4, issue 11): unless the backend decides turn ends itself
+(``Backend.turn_source == "model"``, Audio8's VAD heads), the session runs a
+:class:`~captioner.engine.turns.TurnDetector` on its audio and the decoded text and
+drops the backend's own ``"line"`` boundaries, so a turn may span several lines of a
+line model (their texts are joined with a space). Whatever decides, a boundary ends
+a turn only when the turn has text: silence or noise alone produces no turns. Each
+session also reports :class:`~captioner.events.VoiceActivity` for the UI indicator.
+
 A session sends its chunks in order and waits for each one; do not call one session
 from two threads at once. To batch several sessions from one thread use
 :func:`feed_many`.
@@ -27,7 +35,11 @@ import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
 from captioner.engine.batcher import BatchEngine
-from captioner.events import Event, Stats, TextDelta, TurnBoundary, with_source
+from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
+from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
+
+#: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
+HOLD_BOUNDARY_S = 2.0
 
 
 def sanitize(block: np.ndarray | Sequence[float]) -> tuple[np.ndarray, int]:
@@ -62,6 +74,8 @@ class StreamingSession:
         engine: the shared engine (``BatchEngine.shared(backend)``) or a backend,
             in which case its shared engine is used.
         source: label stamped on every event ("You", "Meeting", a file name).
+        turns: how turns end (``None``: the defaults); ``False`` turns the session's
+            turn handling off (the backend's boundaries pass through unchanged).
 
     Attributes:
         buffer: ``[n] float32`` audio not yet decoded plus the overlap tail.
@@ -70,11 +84,19 @@ class StreamingSession:
         nonfinite_samples: NaN/inf samples replaced by silence since ``start()``.
     """
 
-    def __init__(self, engine: BatchEngine | Backend, source: str = "") -> None:
+    def __init__(
+        self, engine: BatchEngine | Backend, source: str = "", turns: TurnSettings | bool | None = None
+    ) -> None:
         self.engine = engine if isinstance(engine, BatchEngine) else BatchEngine.shared(engine)
         self.backend = self.engine.backend
         self.geometry = self.backend.geometry
         self.source = source
+        self.turn_settings: TurnSettings | None = None if turns is False else (
+            turns if isinstance(turns, TurnSettings) else TurnSettings())
+        self.turn_mode = "off" if self.turn_settings is None else getattr(self.backend, "turn_source", "audio")
+        self.detector: TurnDetector | None = None
+        if self.turn_mode == "audio":
+            self.detector = TurnDetector(self.turn_settings, self.geometry.sample_rate, source=source)
         self.start()
 
     # -- public API -------------------------------------------------------------------------
@@ -91,6 +113,14 @@ class StreamingSession:
         self._text_since_turn = False
         self._step_s = 0.0
         self._steps = 0
+        self._turn_audio: list[np.ndarray] = []  # real audio not yet seen by the turn detector
+        self._join_space = False  # a dropped line end: the next line continues the turn after a space
+        self._held: TurnBoundary | None = None  # a boundary waiting for the last words of its turn
+        self._partial_open = False  # the backend shows unstable text not yet final
+        self._activity = HeadActivity(self.source) if self.turn_mode == "model" else None
+        if self.detector is not None:
+            self.detector.source = self.source
+            self.detector.reset()
 
     @property
     def sample_rate(self) -> int:
@@ -121,7 +151,7 @@ class StreamingSession:
             Exception: whatever the model raised for this session's call.
         """
         self._push(block)
-        return self._drive_sync()
+        return self._post(self._drive_sync())
 
     def end(self) -> list[Event]:
         """Flush the stream (see module rules), finalise, and reset.
@@ -132,20 +162,20 @@ class StreamingSession:
         """
         self._begin_end()
         try:
-            return self._drive_sync() + self._end_events()
+            return self._post(self._drive_sync()) + self._end_events()
         finally:
             self.start()
 
     async def infer(self, block: np.ndarray | Sequence[float]) -> list[Event]:
         """Async :meth:`feed`: the event loop keeps running while the engine decodes."""
         self._push(block)
-        return await self._drive_async()
+        return self._post(await self._drive_async())
 
     async def aend(self) -> list[Event]:
         """Async :meth:`end`."""
         self._begin_end()
         try:
-            return await self._drive_async() + self._end_events()
+            return self._post(await self._drive_async()) + self._end_events()
         finally:
             self.start()
 
@@ -170,6 +200,8 @@ class StreamingSession:
         if arr.size:
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
+            if self.detector is not None:
+                self._turn_audio.append(arr)
 
     def _begin_end(self) -> None:
         g = self.geometry
@@ -214,20 +246,77 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
+        return [with_source(ev, self.source) for ev in result.events]
+
+    def _post(self, events: list[Event]) -> list[Event]:
+        """Apply the turn rules (module docstring) to decoded events; feed the turn detector."""
         out: list[Event] = []
-        for ev in result.events:
-            if isinstance(ev, TextDelta) and ev.final and ev.text:
-                self._text_since_turn = True
-            elif isinstance(ev, TurnBoundary):
-                self._text_since_turn = False
-            out.append(with_source(ev, self.source))
+        for ev in events:
+            self._route(ev, out, from_backend=True)
+        if self.detector is not None:
+            self.detector.note_text(out)
+            audio, self._turn_audio = self._turn_audio, []
+            for block in audio:
+                for ev in self.detector.feed(block):
+                    self._route(ev, out, from_backend=False)
+        held = self._held
+        if held is not None and not self._text_since_turn and not self._partial_open \
+                and self.stream_time - held.time > HOLD_BOUNDARY_S:
+            self._held = None  # a model's boundary with no words in its turn: nothing ended
         return out
 
-    def _end_events(self) -> list[Event]:
-        if not self._text_since_turn:
-            return []
+    def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
+        """Append ``ev`` to ``out`` by the turn rules; may hold back a boundary until its text is in."""
+        if isinstance(ev, TurnBoundary) and ev.kind != "end_of_stream" and self.turn_mode != "off":
+            if from_backend and self.turn_mode == "audio":  # the detector decides; a line end is not a turn end
+                self._join_space = self._join_space or ev.kind == "line"
+                return
+            if self._partial_open or not self._text_since_turn:
+                # the words of this turn are not all final yet: the boundary follows them
+                self._held = self._held or ev
+                return
+            self._emit_boundary(ev, out)
+            return
+        if isinstance(ev, TextDelta):
+            if self._join_space and ev.text and not ev.text[0].isspace():
+                ev = TextDelta(" " + ev.text, ev.start, ev.end, ev.final, ev.source)
+            out.append(ev)
+            if not ev.final:
+                self._partial_open = bool(ev.text.strip())
+            elif ev.text.strip():
+                self._text_since_turn = True
+                self._partial_open = False
+                self._join_space = False
+                if self._held is not None:
+                    held, self._held = self._held, None
+                    self._emit_boundary(held, out)
+            return
+        if isinstance(ev, TurnBoundary):  # end_of_stream, or turn handling off
+            self._text_since_turn = False
+            out.append(ev)
+            return
+        out.append(ev)
+        if isinstance(ev, VadProbabilities) and self._activity is not None:
+            act = self._activity.vad(ev)
+            if act is not None:
+                out.append(act)
+
+    def _emit_boundary(self, ev: TurnBoundary, out: list[Event]) -> None:
+        out.append(ev)
         self._text_since_turn = False
-        return [TurnBoundary(self.samples_in / self.sample_rate, "end_of_stream", 1.0, self.source)]
+        self._join_space = False
+        if self._activity is not None:
+            out.append(self._activity.boundary(ev))
+
+    def _end_events(self) -> list[Event]:
+        out: list[Event] = []
+        if self.detector is not None:
+            out += self.detector.finish()
+        self._held = None
+        if not self._text_since_turn:
+            return out
+        self._text_since_turn = False
+        return out + [TurnBoundary(self.samples_in / self.sample_rate, "end_of_stream", 1.0, self.source)]
 
     def _drive_sync(self) -> list[Event]:
         events: list[Event] = []
@@ -268,6 +357,7 @@ def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end:
             s._begin_end()
         sessions.append(s)
     events: list[Event] = []
+    decoded: dict[int, list[Event]] = {id(s): [] for s in sessions}
     try:
         while True:
             rows = [(s, r) for s in sessions if (r := s._next_row()) is not None]
@@ -288,9 +378,11 @@ def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end:
                 except BaseException as exc:  # keep the other sessions consistent
                     first_error = first_error or exc
                     continue
-                events += s._apply(r, res, time.perf_counter() - t0)
+                decoded[id(s)] += s._apply(r, res, time.perf_counter() - t0)
             if first_error is not None:
                 raise first_error
+        for s in sessions:  # each session's events stay in order; the turn rules see all of them
+            events += s._post(decoded[id(s)])
         if end:
             for s in sessions:
                 events += s._end_events()
