@@ -197,8 +197,8 @@ def _quiet_pipecat() -> None:
         pass
 
 
-def silero_model_path() -> str:
-    """Path of ``silero_vad.onnx`` inside the installed ``pipecat-ai`` wheel.
+def pipecat_file(*parts: str) -> str:
+    """Path of a data file inside the installed ``pipecat-ai`` wheel (nothing is imported).
 
     Raises:
         ImportError: pipecat-ai is not installed.
@@ -210,10 +210,20 @@ def silero_model_path() -> str:
     spec = importlib.util.find_spec("pipecat")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("pipecat-ai is not installed")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "audio", "vad", "data", "silero_vad.onnx")
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path} is missing; reinstall pipecat-ai")
     return path
+
+
+def silero_model_path() -> str:
+    """``pipecat/audio/vad/data/silero_vad.onnx`` (2.3 MB) in the pipecat-ai wheel."""
+    return pipecat_file("audio", "vad", "data", "silero_vad.onnx")
+
+
+def smart_turn_model_path() -> str:
+    """``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) in the pipecat-ai wheel."""
+    return pipecat_file("audio", "turn", "smart_turn", "data", "smart-turn-v3.2-cpu.onnx")
 
 
 class SileroVad:
@@ -281,7 +291,8 @@ class SmartTurn:
         _quiet_pipecat()
         from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
 
-        self.analyzer = LocalSmartTurnAnalyzerV3(cpu_count=1, sample_rate=MODEL_RATE)
+        self.analyzer = LocalSmartTurnAnalyzerV3(smart_turn_model_path=smart_turn_model_path(), cpu_count=1,
+                                                 sample_rate=MODEL_RATE)
         self._lock = threading.Lock()  # one call at a time per loaded model (sessions share it)
         self.last_ms = 0.0
 
