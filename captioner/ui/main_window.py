@@ -40,12 +40,12 @@ from PySide6.QtWidgets import (
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
 from captioner.engine.qt_emit import emit
 from captioner.engine.qt_worker import EngineConfig, EngineController, SourceSpec
-from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
+from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.messages import MessageBar
 from captioner.ui.overlay import CaptionOverlay
 from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
-from captioner.ui.settings import Keys, Settings
+from captioner.ui.settings import Keys, Settings, turn_backend_options, turn_settings
 
 #: Backlog (s of audio waiting) above which the user is told the model is falling behind.
 BACKLOG_WARN_S = 4.0
@@ -460,6 +460,8 @@ class MainWindow(QMainWindow):
             delay_ms=int(self.delay_combo.currentData() or 480),
             language=self.language_combo.currentData(),
             sources=tuple(specs),
+            options=turn_backend_options(s, backend),
+            turns=turn_settings(s),
         )
 
     def toggle_running(self) -> None:
@@ -578,6 +580,8 @@ class MainWindow(QMainWindow):
         elif isinstance(ev, TurnBoundary):
             self.overlay.apply_event(ev)
             self._render_live()
+        elif isinstance(ev, VoiceActivity):
+            self.overlay.apply_event(ev)
         elif isinstance(ev, Level):
             meter = self._meters.get(ev.source)
             if meter is not None:
