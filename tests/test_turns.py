@@ -396,3 +396,29 @@ def test_transcribe_json_keeps_one_turn_and_a_speaker_change(cases, tmp_path):
         if name == "change":
             lo, hi = facts["gap"]
             assert lo <= turns[0]["time"] <= hi
+
+
+# -- transcript, cues and JSON follow the turns --------------------------------------------------------------
+def test_one_segment_per_turn_cues_never_span_two_turns_json_keeps_every_boundary():
+    from captioner.transcript.cues import make_cues
+    from captioner.transcript.model import Transcript
+    from captioner.transcript.writers import format_json
+
+    t = Transcript()
+    t.extend([
+        TextDelta("So I think we should.", 0.0, 1.5, True, "You"),
+        TextDelta(" Move the planning meeting to Friday.", 2.8, 4.7, True, "You"),  # after a thinking pause
+        TextDelta(" It is the only day that works for the whole team this month.", 4.8, 7.5, True, "You"),
+        TurnBoundary(7.5, "semantic", 0.83, "You"),
+        TextDelta("Great, see you then.", 10.5, 12.0, True, "You"),
+        TurnBoundary(12.0, "silence", 0.41, "You"),
+    ])
+    segs = t.segments
+    assert [s.boundary for s in segs] == ["semantic", "silence"]  # one entry per turn
+    cues = make_cues(segs)
+    first_turn_end_ms = 7500
+    for c in cues:
+        assert c.end_ms <= first_turn_end_ms or c.start_ms >= 10500, c  # no cue spans the two turns
+    assert any("Great" in c.text for c in cues) and not any("Great" in c.text and "Friday" in c.text for c in cues)
+    doc = json.loads(format_json(t))
+    assert [(x["kind"], x["probability"]) for x in doc["turns"]] == [("semantic", 0.83), ("silence", 0.41)]

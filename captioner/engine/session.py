@@ -40,6 +40,8 @@ from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabili
 
 #: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
 HOLD_BOUNDARY_S = 2.0
+#: A held boundary is released by final text ending at most this long (s) before it.
+HELD_MATCH_S = 0.5
 
 
 def sanitize(block: np.ndarray | Sequence[float]) -> tuple[np.ndarray, int]:
@@ -115,7 +117,7 @@ class StreamingSession:
         self._steps = 0
         self._turn_audio: list[np.ndarray] = []  # real audio not yet seen by the turn detector
         self._join_space = False  # a dropped line end: the next line continues the turn after a space
-        self._held: TurnBoundary | None = None  # a boundary waiting for the last words of its turn
+        self._held: list[TurnBoundary] = []  # boundaries waiting for the last words of their turns
         self._partial_open = False  # the backend shows unstable text not yet final
         self._activity = HeadActivity(self.source) if self.turn_mode == "model" else None
         if self.detector is not None:
@@ -259,10 +261,9 @@ class StreamingSession:
             for block in audio:
                 for ev in self.detector.feed(block):
                     self._route(ev, out, from_backend=False)
-        held = self._held
-        if held is not None and not self._text_since_turn and not self._partial_open \
-                and self.stream_time - held.time > HOLD_BOUNDARY_S:
-            self._held = None  # a model's boundary with no words in its turn: nothing ended
+        if self._held and not self._text_since_turn and not self._partial_open \
+                and self.stream_time - self._held[0].time > HOLD_BOUNDARY_S:
+            self._held = []  # a model's boundary with no words in its turn: nothing ended
         return out
 
     def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
@@ -273,7 +274,7 @@ class StreamingSession:
                 return
             if self._partial_open or not self._text_since_turn:
                 # the words of this turn are not all final yet: the boundary follows them
-                self._held = self._held or ev
+                self._held.append(ev)
                 return
             self._emit_boundary(ev, out)
             return
@@ -287,9 +288,12 @@ class StreamingSession:
                 self._text_since_turn = True
                 self._partial_open = False
                 self._join_space = False
-                if self._held is not None:
-                    held, self._held = self._held, None
-                    self._emit_boundary(held, out)
+                # the final text reaching a held boundary ends that turn; more boundaries it
+                # covers would end turns without words of their own, so they go
+                due = [b for b in self._held if b.time <= ev.end + HELD_MATCH_S]
+                if due:
+                    self._held = [b for b in self._held if b.time > ev.end + HELD_MATCH_S]
+                    self._emit_boundary(due[0], out)
             return
         if isinstance(ev, TurnBoundary):  # end_of_stream, or turn handling off
             self._text_since_turn = False
@@ -312,7 +316,7 @@ class StreamingSession:
         out: list[Event] = []
         if self.detector is not None:
             out += self.detector.finish()
-        self._held = None
+        self._held = []
         if not self._text_since_turn:
             return out
         self._text_since_turn = False

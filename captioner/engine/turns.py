@@ -18,9 +18,10 @@ session's audio and the text its backend decodes:
    (``kind="silence"``).
 
 A turn needs text: a stretch of sound the backend never turned into words (noise,
-a cough, music without lyrics) ends no turn. Before the boundary is emitted the
-detector waits (at most ``settle_s``) for the backend to finish the text of the
-pause, so the boundary comes after the last words of its turn.
+a cough, music without lyrics) ends no turn. The decision waits (at most
+``settle_s``, or until speech resumes) for the backend's text of the pause; the
+session then holds the boundary back until that text is final, so it always comes
+after the last words of its turn.
 
 The detector also reports :class:`~captioner.events.VoiceActivity` (speaking /
 pause / turn over, with the VAD speech probability) when the state changes or the
@@ -499,12 +500,16 @@ class TurnDetector:
         if p >= SPEECH_ON or (self._speaking and p >= SPEECH_OFF):
             self._speech_run += 1
             if self._speaking or self._speech_run >= MIN_SPEECH_WINDOWS:
+                if not self._speaking and self._candidate is not None:
+                    # speech resumed before the text of the pause settled: decide with the words so far
+                    score = combine(self._candidate, self._turn_text())
+                    self._candidate = None
+                    self._last_p = score
+                    if score >= s.threshold:
+                        out += self._end_turn("semantic", score)
                 if not self._in_turn:
                     self._in_turn = True
                     self._turn_start = self._n - self._speech_run * VAD_WINDOW
-                if not self._speaking and self._candidate is not None:
-                    # speech resumed before the text of the pause settled: same turn
-                    self._candidate = None
                 self._speaking = True
                 self._silence_run = 0
                 self._asked = False
