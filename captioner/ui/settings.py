@@ -120,6 +120,8 @@ class Keys:
                          doc="Seconds of silence that end a turn whatever the end-of-turn model says")
     TURN_VAD_HORIZON_S = Key("turns/vad_horizon_s", float, 1.0, (0.5, 1.0, 2.0, 3.0),
                              doc="Audio8: semantic-VAD horizon (s) whose end-of-turn probability decides")
+    TURN_VAD_HYSTERESIS = Key("turns/vad_hysteresis", float, 0.2, minimum=0.0, maximum=0.5,
+                              doc="Audio8: how far the end-of-turn probability must fall before the next turn can end")
 
     # -- sources ----------------------------------------------------------------------------
     SOURCE_MODE = Key("sources/mode", str, "microphone", ("microphone", "system", "both", "file"),
@@ -194,7 +196,8 @@ def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str,
     if backend != "audio8":
         return ()
     return (("vad_horizon_s", settings.get(Keys.TURN_VAD_HORIZON_S)),
-            ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)))
+            ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)),
+            ("vad_hysteresis", settings.get(Keys.TURN_VAD_HYSTERESIS)))
 
 
 class Settings:

@@ -139,4 +139,5 @@ def test_turn_settings_persist_and_reach_the_engine(gui, qtbot):
     gui.settings.set(Keys.BACKEND, "audio8")
     from captioner.ui.settings import turn_backend_options
 
-    assert dict(turn_backend_options(gui.settings, "audio8")) == {"vad_horizon_s": 1.0, "vad_threshold": 0.3}
+    assert dict(turn_backend_options(gui.settings, "audio8")) == {"vad_horizon_s": 1.0, "vad_threshold": 0.3,
+                                                                     "vad_hysteresis": 0.2}
