@@ -115,7 +115,6 @@ class StreamingSession:
         self._text_since_turn = False
         self._step_s = 0.0
         self._steps = 0
-        self._turn_audio: list[np.ndarray] = []  # real audio not yet seen by the turn detector
         self._join_space = False  # a dropped line end: the next line continues the turn after a space
         self._held: list[TurnBoundary] = []  # boundaries waiting for the last words of their turns
         self._partial_open = False  # the backend shows unstable text not yet final
@@ -153,7 +152,7 @@ class StreamingSession:
             Exception: whatever the model raised for this session's call.
         """
         self._push(block)
-        return self._post(self._drive_sync())
+        return self._drive_sync()
 
     def end(self) -> list[Event]:
         """Flush the stream (see module rules), finalise, and reset.
@@ -164,20 +163,20 @@ class StreamingSession:
         """
         self._begin_end()
         try:
-            return self._post(self._drive_sync()) + self._end_events()
+            return self._drive_sync() + self._end_events()
         finally:
             self.start()
 
     async def infer(self, block: np.ndarray | Sequence[float]) -> list[Event]:
         """Async :meth:`feed`: the event loop keeps running while the engine decodes."""
         self._push(block)
-        return self._post(await self._drive_async())
+        return await self._drive_async()
 
     async def aend(self) -> list[Event]:
         """Async :meth:`end`."""
         self._begin_end()
         try:
-            return self._post(await self._drive_async()) + self._end_events()
+            return await self._drive_async() + self._end_events()
         finally:
             self.start()
 
@@ -202,8 +201,6 @@ class StreamingSession:
         if arr.size:
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
-            if self.detector is not None:
-                self._turn_audio.append(arr)
 
     def _begin_end(self) -> None:
         g = self.geometry
@@ -239,6 +236,11 @@ class StreamingSession:
 
     def _apply(self, row: StepRow, result: StepResult, dt: float) -> list[Event]:
         g = self.geometry
+        new_audio = None  # the real samples this row decoded for the first time, for the turn detector
+        if row.audio is not None and self.detector is not None:
+            a = max(0, self._new_from - self._buf_pos)
+            b = min(len(row.audio), int(round(row.end * g.sample_rate)) - self._buf_pos)
+            new_audio = row.audio[a:b] if b > a else None
         self.state = result.state
         if row.audio is not None:
             self._new_from = self._buf_pos + g.chunk_size
@@ -248,18 +250,18 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
-        return [with_source(ev, self.source) for ev in result.events]
+        return self._post([with_source(ev, self.source) for ev in result.events], new_audio)
 
-    def _post(self, events: list[Event]) -> list[Event]:
-        """Apply the turn rules (module docstring) to decoded events; feed the turn detector."""
+    def _post(self, events: list[Event], audio: np.ndarray | None) -> list[Event]:
+        """Apply the turn rules (module docstring) to one row's events, then feed the turn detector
+        that row's audio, so each decision sees the text decoded up to its own audio, never later."""
         out: list[Event] = []
         for ev in events:
             self._route(ev, out, from_backend=True)
         if self.detector is not None:
             self.detector.note_text(out)
-            audio, self._turn_audio = self._turn_audio, []
-            for block in audio:
-                for ev in self.detector.feed(block):
+            if audio is not None and len(audio):
+                for ev in self.detector.feed(audio):
                     self._route(ev, out, from_backend=False)
         if self._held and not self._text_since_turn and not self._partial_open \
                 and self.stream_time - self._held[0].time > HOLD_BOUNDARY_S:
@@ -361,7 +363,6 @@ def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end:
             s._begin_end()
         sessions.append(s)
     events: list[Event] = []
-    decoded: dict[int, list[Event]] = {id(s): [] for s in sessions}
     try:
         while True:
             rows = [(s, r) for s in sessions if (r := s._next_row()) is not None]
@@ -382,11 +383,9 @@ def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end:
                 except BaseException as exc:  # keep the other sessions consistent
                     first_error = first_error or exc
                     continue
-                decoded[id(s)] += s._apply(r, res, time.perf_counter() - t0)
+                events += s._apply(r, res, time.perf_counter() - t0)
             if first_error is not None:
                 raise first_error
-        for s in sessions:  # each session's events stay in order; the turn rules see all of them
-            events += s._post(decoded[id(s)])
         if end:
             for s in sessions:
                 events += s._end_events()
