@@ -60,7 +60,9 @@ class Script:
         vad: step -> eot probabilities per horizon (None = no VAD heads: no VAD events).
         close_after_steps: (steps, code) close the socket after that many steps of a connection.
         drop_after_steps: abort the TCP connection after that many steps.
-        binary_after_steps: send a binary frame after that many steps (then go on).
+        binary_after_steps: after that many steps end the connection the way the reference does
+            after a binary frame (its ``receive_text`` fails): a normal close, no error event.
+        binary_frame_at_step: send a binary frame to the client at that step (then go on).
         error_at_step: (step, code) send that error event at that step of the first generation.
         processing_error_at_step: fail the first generation there (error, no done).
         silent: send session.created and then never anything else.
@@ -76,6 +78,7 @@ class Script:
     close_after_steps: tuple[int, int] | None = None
     drop_after_steps: int | None = None
     binary_after_steps: int | None = None
+    binary_frame_at_step: int | None = None
     error_at_step: tuple[int, str] | None = None
     processing_error_at_step: int | None = None
     silent: bool = False
@@ -114,6 +117,8 @@ class ScriptedServer:
         self.rcvbuf = rcvbuf
         self.ssl_context = ssl_context
         self.connections: list[ConnectionLog] = []
+        #: while this returns True, new connections get HTTP 503 (the server is "down")
+        self.refuse: Callable[[], bool] = lambda: False
         self.changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -166,6 +171,8 @@ class ScriptedServer:
     def _check_auth(self, connection, request):
         if request.path.split("?")[0] != "/v1/realtime":
             return connection.respond(404, "Not Found\n")
+        if self.refuse():
+            return connection.respond(503, "Service Unavailable\n")
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
             return connection.respond(401, "Unauthorized\n")
         return None
@@ -311,8 +318,10 @@ class ScriptedServer:
         gen["text"] += delta
         gen["steps"] += 1
         await ws.send(json.dumps({"type": "transcription.delta", "delta": delta}))
-        if faults and s.binary_after_steps == conn.steps:
+        if faults and s.binary_frame_at_step == conn.steps:
             await ws.send(b"\x00\x01")
+        if faults and s.binary_after_steps == conn.steps:
+            raise _Close(1000)
         if faults and s.close_after_steps and s.close_after_steps[0] == conn.steps:
             raise _Close(s.close_after_steps[1])
         if faults and s.drop_after_steps == conn.steps:

@@ -1,0 +1,332 @@
+"""Remote backend against the scripted loopback server (tests/remote_server.py).
+
+Each test scripts what the server says or breaks, runs a real StreamingSession through the
+remote backend and checks what the user gets: text, times, turns, notices, and (from the
+server's own counts) that no audio was lost or sent twice.
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("websockets")
+
+from captioner.asr import BackendError, load_backend, model_problem  # noqa: E402
+from captioner.asr.remote import protocol as P  # noqa: E402
+from captioner.engine.session import StreamingSession  # noqa: E402
+from captioner.events import Notice, TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
+from tests.remote_server import STEP, Script, ScriptedServer, word_audio  # noqa: E402
+
+FAST = dict(busy_timeout_s=1.0, answer_timeout_s=2.0, greet_timeout_s=2.0, connect_timeout_s=2.0,
+            backoff_s=0.05, backoff_max_s=0.2, reconnect_give_up_s=5.0)
+
+
+def _backend(url, **kw):
+    opts = dict(FAST)
+    opts.update(kw)
+    return load_backend("remote", url, delay_ms=opts.pop("delay_ms", 480), language=opts.pop("language", "en"),
+                        **opts)
+
+
+def _run(backend, audio, label="f"):
+    session = StreamingSession(backend, label)
+    events = []
+    for i in range(0, len(audio), STEP):
+        events += session.feed(audio[i : i + STEP])
+    events += session.end()
+    return events
+
+
+def _text(events):
+    return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def _codes(events):
+    return [e.code for e in events if isinstance(e, Notice)]
+
+
+def _pcm_round_trip(audio):
+    return np.frombuffer(P.to_pcm16(audio), dtype="<i2").astype(np.float32) / 32768.0
+
+
+def test_normal_session_text_turns_and_times():
+    vad = {k: [0.9, 0.9, 0.9, 0.9] for k in (12, 13, 14)}
+    script = Script(text={5: " Hello", 6: " world", 20: "."}, vad=vad)
+    audio = (0.01 * np.random.default_rng(0).standard_normal(16000 * 2)).astype(np.float32)
+    with ScriptedServer(script) as srv:
+        events = _run(_backend(srv.url), audio)
+        conn = srv.connections[0]
+        assert conn.updates == [{"type": "session.update", "model": "audio8-asr-infinite", "language": "en",
+                                 "target_delay_ms": 480}]
+        assert conn.commits == [False, True] and conn.done_sent == 1
+        np.testing.assert_array_equal(conn.received, _pcm_round_trip(audio))  # every sample once, in order
+    deltas = [e for e in events if isinstance(e, TextDelta)]
+    assert [(d.text, d.start, d.end) for d in deltas] == [
+        (" Hello", pytest.approx(0.40), pytest.approx(0.48)),
+        (" world", pytest.approx(0.48), pytest.approx(0.56)),
+        (".", pytest.approx(1.60), pytest.approx(1.68)),
+    ]
+    assert all(d.source == "f" and d.final for d in deltas)
+    turns = [e for e in events if isinstance(e, TurnBoundary)]
+    assert [(t.kind, round(t.time, 2)) for t in turns] == [("semantic_vad", 1.04), ("end_of_stream", 2.0)]
+    vads = [e for e in events if isinstance(e, VadProbabilities)]
+    assert len(vads) == 25 + 6 + 11  # one per step: audio, then the server's delay + 1 + 10 padding steps
+    assert vads[0].horizons == (0.5, 1.0, 2.0, 3.0)
+    assert max(v.time for v in vads) == pytest.approx(2.0)  # padding steps never run past the audio
+    # the VAD of a step comes before its text, the turn after it
+    i_world = events.index(deltas[1])
+    assert isinstance(events[i_world - 1], VadProbabilities) and events[i_world - 1].time == pytest.approx(0.56)
+
+
+def test_stats_carry_server_metrics():
+    with ScriptedServer(Script(text={1: " a"})) as srv:
+        backend = _backend(srv.url)
+        session = StreamingSession(backend, "f")
+        session.feed(np.zeros(STEP * 10, np.float32))
+        assert srv.wait_for(lambda: srv.connections[0].steps >= 10)
+        session.feed(np.zeros(STEP, np.float32))  # drain what came back
+        st = session.stats()
+        assert st.step_ms == pytest.approx(21.5) and st.rtf == pytest.approx(0.26)
+        assert st.gpu_memory_used_bytes == 12_900_000_000 and st.gpu_memory_total_bytes == 24_000_000_000
+        assert st.client_latency_ms > 0
+        session.end()
+
+
+def test_delta_splitting_a_character_and_cjk():
+    script = Script(text={2: "\ud83d", 3: "\ude00 ok", 4: "你", 5: "好", 7: "\ud83d"})  # 7: a half that never completes
+    with ScriptedServer(script) as srv:
+        events = _run(_backend(srv.url), np.zeros(STEP * 12, np.float32))
+    assert _text(events) == "😀 ok你好\ufffd"
+    emoji = next(e for e in events if isinstance(e, TextDelta) and "😀" in e.text)
+    assert emoji.start == pytest.approx(0.16) and emoji.end == pytest.approx(0.32)  # spans both steps
+
+
+def test_empty_deltas_keep_the_clock():
+    with ScriptedServer(Script(text={30: " late"})) as srv:
+        events = _run(_backend(srv.url), np.zeros(STEP * 40, np.float32))
+    (d,) = [e for e in events if isinstance(e, TextDelta)]
+    assert d.text == " late" and d.start == pytest.approx(2.40) and d.end == pytest.approx(2.48)
+
+
+def test_text_after_the_audio_ends_is_timed_at_the_end():
+    # delay + 1 + 10 padding steps: the last words come back after the audio; stop still delivers them
+    with ScriptedServer(Script(text={12: " last"})) as srv:
+        events = _run(_backend(srv.url), np.zeros(STEP * 8, np.float32))
+    (d,) = [e for e in events if isinstance(e, TextDelta)]
+    assert d.text == " last" and d.end == pytest.approx(0.64)
+
+
+@pytest.mark.parametrize("code", ["invalid_json", "invalid_event", "model_not_found", "invalid_audio",
+                                  "model_not_validated", "unknown_event"])
+def test_error_codes_become_clear_messages(code):
+    with ScriptedServer(Script(text={1: " kept"}, error_at_step=(4, code))) as srv:
+        backend = _backend(srv.url)
+        session = StreamingSession(backend, "f")
+        events = []
+        with pytest.raises(BackendError) as err:
+            for _ in range(200):
+                events += session.feed(np.zeros(STEP, np.float32))
+                time.sleep(0.005)  # pacing like a live source, not synchronisation
+    assert P.ERROR_MESSAGES[code] in str(err.value) and srv.url in str(err.value) and code in str(err.value)
+    assert _text(events) == " kept"  # the text before the error was delivered first
+
+
+def test_wrong_model_name_is_refused_clearly():
+    with ScriptedServer(Script()) as srv:
+        backend = _backend(srv.url, model_name="whisper")
+        with pytest.raises(BackendError, match="does not serve this model name"):
+            _run(backend, np.zeros(STEP * 30, np.float32))
+
+
+def _word_run(script, words, **kw):
+    audio = word_audio(words)
+    with ScriptedServer(script) as srv:
+        events = _run(_backend(srv.url, **kw), audio)
+        received = srv.total_received()
+        conns = len(srv.connections)
+        _word_run.last = [c.received for c in srv.connections]
+    return events, audio, received, conns
+
+
+WORDS = [0, 1, 2, 3, 0, 4, 5, 0, 6, 7, 8, 0, 9, 10, 11, 12, 0, 13, 14, 0] * 2
+
+
+@pytest.mark.parametrize("fault", [dict(close_after_steps=(15, 1011)), dict(drop_after_steps=15),
+                                   dict(binary_after_steps=15)], ids=["close-1011", "dropped", "binary-frame"])
+def test_reconnect_keeps_every_word_and_sends_audio_exactly_once(fault):
+    script = Script(words_from_audio=True, text_delay_steps=0, **fault)
+    events, audio, received, conns = _word_run(script, WORDS)
+    assert conns == 2
+    expected = "".join(f" w{k}" for k in WORDS if k)
+    assert _text(events) == expected
+    np.testing.assert_array_equal(received, _pcm_round_trip(audio))  # nothing lost, nothing twice
+    codes = _codes(events)
+    assert "remote_reconnecting" in codes and "remote_reconnected" in codes
+    (gap,) = [e for e in events if isinstance(e, TurnBoundary) and e.kind == "connection_gap"]
+    assert gap.time == pytest.approx(15 * STEP / 16000)
+    times = [(e.start, e.end) for e in events if isinstance(e, TextDelta)]
+    word_steps = [i for i, k in enumerate(WORDS) if k]
+    assert [round(e, 2) for _, e in times] == [round((i + 1) * 0.08, 2) for i in word_steps]  # times survive
+
+
+def test_binary_frame_from_the_server_reconnects_and_keeps_every_word():
+    script = Script(words_from_audio=True, text_delay_steps=0, binary_frame_at_step=15)
+    events, audio, received, conns = _word_run(script, WORDS)
+    assert conns == 2 and _text(events) == "".join(f" w{k}" for k in WORDS if k)
+    assert "binary frame" in next(e.message for e in events if isinstance(e, Notice) and e.code == "remote_reconnecting")
+
+
+def test_processing_error_restarts_the_generation():
+    script = Script(words_from_audio=True, text_delay_steps=0, processing_error_at_step=10)
+    events, audio, received, conns = _word_run(script, WORDS)
+    assert conns == 2
+    assert _text(events) == "".join(f" w{k}" for k in WORDS if k)
+    # audio from the failed step on was never confirmed: the new session gets exactly that
+    first, second = _word_run.last
+    np.testing.assert_array_equal(second, _pcm_round_trip(audio)[10 * STEP :])
+    assert "remote_reconnected" in _codes(events)
+
+
+def test_never_answering_server_is_reported_busy_within_seconds():
+    with ScriptedServer(Script(silent=True)) as srv:
+        backend = _backend(srv.url, busy_timeout_s=1.0)
+        session = StreamingSession(backend, "f")
+        t0 = time.monotonic()
+        with pytest.raises(BackendError, match="busy serving another stream"):
+            while time.monotonic() - t0 < 10:
+                session.feed(np.zeros(STEP, np.float32))
+                time.sleep(0.02)  # pacing like a live source
+        assert time.monotonic() - t0 < 4
+
+
+def test_connection_refused_fails_fast_naming_the_url():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    url = f"ws://127.0.0.1:{port}/v1/realtime"
+    backend = _backend(url)
+    t0 = time.monotonic()
+    with pytest.raises(BackendError, match="connection refused") as err:
+        StreamingSession(backend, "f").feed(np.zeros(STEP, np.float32))
+    assert url in str(err.value) and time.monotonic() - t0 < 2
+
+
+def test_unknown_host_fails_naming_the_url():
+    backend = _backend("ws://no-such-host.invalid:18191/v1/realtime", connect_timeout_s=2.0)
+    with pytest.raises(BackendError, match="no-such-host.invalid"):
+        StreamingSession(backend, "f").feed(np.zeros(STEP, np.float32))
+
+
+def test_slow_reader_applies_backpressure_without_unbounded_buffering():
+    script = Script(text={1: " a"}, read_pause_s=1.5)
+    with ScriptedServer(script, rcvbuf=4096) as srv:
+        backend = _backend(srv.url, max_pending_s=0.5, answer_timeout_s=5.0)
+        session = StreamingSession(backend, "f")
+        session.feed(np.zeros(STEP, np.float32))
+        stream = session.state
+        peak = 0
+        t0 = time.monotonic()
+        pushed = 0
+        while time.monotonic() - t0 < 1.0:  # the server reads nothing for 1.5 s
+            session.feed(np.zeros(STEP, np.float32))
+            pushed += 1
+            peak = max(peak, stream._out_samples)
+        assert peak <= 0.5 * 16000 + STEP  # the client queue stays bounded
+        assert pushed * STEP < 16000 * 60  # ... because the pushes were held back, not buffered
+        events = session.end()
+        assert srv.total_received().size == (pushed + 1) * STEP
+    assert _text(events) == " a"
+
+
+def test_silent_source_keepalive_silence_does_not_shift_times():
+    with ScriptedServer(Script(words_from_audio=True, text_delay_steps=0)) as srv:
+        backend = _backend(srv.url, keepalive_after_s=0.1)
+        session = StreamingSession(backend, "f")
+        events = session.feed(word_audio([0, 1]))
+        assert srv.wait_for(lambda: srv.total_received().size >= STEP * 8)  # the client kept the stream alive
+        events += session.feed(word_audio([0, 2]))
+        events += session.end()
+        assert srv.total_received().size > 4 * STEP
+    words = [(e.text, round(e.end, 2)) for e in events if isinstance(e, TextDelta)]
+    assert words == [(" w1", 0.16), (" w2", 0.32)]  # stream time, not counting the keep-alive silence
+
+
+def test_outage_audio_is_sent_after_reconnecting_or_reported_dropped():
+    script = Script(words_from_audio=True, text_delay_steps=0, drop_after_steps=5)
+    with ScriptedServer(script) as srv:
+        backend = _backend(srv.url, outage_buffer_s=0.4, reconnect_give_up_s=10.0)
+        gate = threading.Event()
+        srv.refuse = lambda: len(srv.connections) >= 1 and not gate.is_set()
+        session = StreamingSession(backend, "f")
+        events = session.feed(word_audio([1, 2, 3, 4, 5]))
+        assert srv.wait_for(lambda: srv.connections[0].closed)
+        events += session.feed(word_audio([6] * 20))  # 1.6 s while the server is away: 0.4 s fit
+        gate.set()
+        events += session.end()
+        st_drop = session  # session reset by end(); check the notices
+    codes = _codes(events)
+    assert "remote_dropped" in codes and "remote_reconnected" in codes
+    msg = next(e.message for e in events if isinstance(e, Notice) and e.code == "remote_reconnected")
+    assert "dropped" in msg
+    text = _text(events)
+    assert text.startswith(" w1 w2 w3 w4 w5") and text.count("w6") == 5  # 0.4 s = 5 steps kept
+    del st_drop
+
+
+def test_token_is_sent_and_a_wrong_one_is_refused():
+    with ScriptedServer(Script(text={1: " ok"}), token="s3cret") as srv:
+        assert _text(_run(_backend(srv.url, token="s3cret"), np.zeros(STEP * 4, np.float32))) == " ok"
+        backend = _backend(srv.url, token="wrong")
+        assert "wrong" not in backend.describe() and "wrong" not in repr(backend.config)
+        with pytest.raises(BackendError, match="refused the key"):
+            _run(backend, np.zeros(STEP * 4, np.float32))
+
+
+def test_more_sources_than_servers_is_said_clearly():
+    with ScriptedServer(Script()) as srv:
+        backend = _backend(srv.url)
+        a = StreamingSession(backend, "You")
+        a.feed(np.zeros(STEP, np.float32))
+        with pytest.raises(BackendError, match="2 sources need 2 caption servers"):
+            StreamingSession(backend, "Meeting").feed(np.zeros(STEP, np.float32))
+        a.end()
+
+
+def test_two_sources_two_servers():
+    with ScriptedServer(Script(text={1: " one"})) as s1, ScriptedServer(Script(text={1: " two"})) as s2:
+        backend = _backend(f"{s1.url},{s2.url}")
+        a, b = StreamingSession(backend, "You"), StreamingSession(backend, "Meeting")
+        events = a.feed(np.zeros(STEP * 3, np.float32)) + b.feed(np.zeros(STEP * 3, np.float32))
+        events += a.end() + b.end()
+    by = {(e.source, e.text) for e in events if isinstance(e, TextDelta)}
+    assert by == {("You", " one"), ("Meeting", " two")}
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("http://h:18191/v1/realtime", "did you mean ws://h:18191/v1/realtime"),
+    ("ftp://h/x", "must start with ws:// or wss://"),
+    ("ws://", "has no host"),
+    ("ws://user:pw@h/v1/realtime", "must not contain a user name or password"),
+    ("ws://h:99999/v1/realtime", "invalid server URL"),
+    ("", "needs a server URL"),
+])
+def test_url_validation(url, needle):
+    assert needle in (model_problem("remote", url) or "")
+
+
+def test_url_defaults_path_and_keeps_query():
+    assert P.parse_server_url("ws://h:18191").url == "ws://h:18191/v1/realtime"
+    assert P.parse_server_url("wss://h:8443/v1/realtime?instance=2").url == "wss://h:8443/v1/realtime?instance=2"
+    assert model_problem("remote", "ws://a:1/v1/realtime, ws://b:2/v1/realtime") is None
+
+
+def test_delay_and_clock_are_checked():
+    with pytest.raises(BackendError, match="80 ms clock only"):
+        load_backend("remote", "ws://h/v1/realtime", clock_ms=120, delay_ms=480)
+    with pytest.raises(BackendError, match="not served"):
+        load_backend("remote", "ws://h/v1/realtime", delay_ms=1280 + 80 * 5)
