@@ -182,6 +182,8 @@ class ScriptedServer:
             self.changed.notify_all()
 
     async def _handle(self, ws) -> None:
+        # like uvicorn's sockets (asyncio skips it for a socket passed in with sock=): no Nagle delay
+        ws.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         number = len(self.connections)
         conn = ConnectionLog(headers=dict(ws.request.headers))
         self.connections.append(conn)

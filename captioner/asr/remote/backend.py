@@ -1,9 +1,11 @@
 """The remote :class:`~captioner.asr.base.Backend`: Audio8 served over ``/v1/realtime``.
 
 Each session (source) gets its own :class:`~captioner.asr.remote.stream.RemoteStream`, which
-travels in ``StepRow.state``; a step only hands the chunk to the stream and returns the
-events that arrived since the previous step, so decoding never waits on the network except
-for backpressure and for the final ``transcription.done``.
+travels in ``StepRow.state``; a step hands each chunk to its stream, waits at most
+``answer_wait_s`` (60 ms, less than one 80 ms step) for the deltas of that audio, and returns
+every event that arrived since the previous step, so text reaches the engine in the step that
+sent its audio whenever the server keeps up. Otherwise decoding waits on the network only for
+backpressure and for the final ``transcription.done``.
 
 The server pads its own end-of-stream silence, so ``flush_chunks`` is 0 and only real audio
 (never the session's end-of-stream padding) is sent.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import statistics
 import threading
+import time
 from dataclasses import replace
 from typing import Any, Sequence
 
@@ -62,20 +65,26 @@ class RemoteBackend(Backend):
             BackendError: a connection that could not be opened (names the URL), more sources
                 than servers, or a stream that failed (after its earlier text was delivered).
         """
-        results = []
-        for row in rows:
+        streams = []
+        for row in rows:  # send every row first, then wait for the answers together
             stream = row.state
-            if stream is None:
-                if row.audio is None:  # finish-only row of a session that never sent audio
-                    results.append(StepResult(None, []))
-                    continue
+            if stream is None and row.audio is not None:
                 stream = self._open_stream()
-            if row.audio is not None:
+            streams.append(stream)
+            if stream is not None and row.audio is not None:
                 n = int(round((row.end - row.start) * P.SAMPLE_RATE))
                 n = max(0, min(n, len(row.audio)))
                 if n:
                     stream.push(np.asarray(row.audio[:n], dtype=np.float32))
-            if row.last:
+        deadline = time.monotonic() + self.config.answer_wait_s
+        for row, stream in zip(rows, streams):
+            if stream is not None and not row.last:
+                stream.wait_answered(deadline)
+        results = []
+        for row, stream in zip(rows, streams):
+            if stream is None:  # finish-only row of a session that never sent audio
+                results.append(StepResult(None, []))
+            elif row.last:
                 events = stream.drain_safe() + stream.finish()
                 self._release(stream)
                 results.append(StepResult(None, events))

@@ -74,6 +74,8 @@ class StreamConfig:
         outage_buffer_s: audio kept while disconnected, sent after reconnecting (s of audio).
         max_pending_s: unsent audio while connected before ``push`` blocks (backpressure).
         keepalive_after_s: idle time before silence is sent to keep the generation alive (s).
+        answer_wait_s: how long a step waits for the delta of the audio it just sent, so text
+            reaches the engine in the same step instead of the next one (s; 0 = never wait).
         vad_horizon_s, vad_threshold, vad_hysteresis: turn detection, as for local Audio8.
     """
 
@@ -95,6 +97,7 @@ class StreamConfig:
     outage_buffer_s: float = 30.0
     max_pending_s: float = 2.0
     keepalive_after_s: float = 2.0
+    answer_wait_s: float = 0.06
     vad_horizon_s: float = 1.0
     vad_threshold: float = 0.5
     vad_hysteresis: float = 0.2
@@ -223,7 +226,7 @@ class RemoteStream:
         self._task: Any = None
         self._ws: Any = None
         self._last_push = time.monotonic()
-        self._reconnect_note: str | None = None
+        self._confirmed = 0  # stream samples covered by the deltas received so far
 
     # -- caller thread ------------------------------------------------------------------------
     def open(self) -> None:
@@ -276,6 +279,14 @@ class RemoteStream:
             self._out_samples += n
             self._last_push = time.monotonic()
         self._poke()
+
+    def wait_answered(self, deadline: float) -> None:
+        """Block until the deltas cover every sample pushed so far, the stream is not
+        connected, or ``time.monotonic()`` passes ``deadline``."""
+        with self._cond:
+            while (self._confirmed < self.fed_samples and self._connected and self._failure is None
+                   and (left := deadline - time.monotonic()) > 0):
+                self._cond.wait(left)
 
     def drain(self) -> list[Event]:
         """Events decoded since the last call (text, VAD, turns, notices); never blocks.
@@ -705,7 +716,9 @@ class _Generation:
         if fired is not None:
             events.append(TurnBoundary(t_end, "semantic_vad", fired))
         now = time.perf_counter()
-        with s._lock:
+        with s._cond:
+            s._confirmed = max(s._confirmed, self.map.stream_at(g_end))
+            s._cond.notify_all()
             while s._inflight and s._inflight[0].gen_start + s._inflight[0].samples <= g_end:
                 p = s._inflight.popleft()
                 if p.stream_pos is not None and p.gen_start + p.samples > g_end - P.STEP_SAMPLES:
