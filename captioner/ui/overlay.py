@@ -54,6 +54,8 @@ MARGIN = 12
 RESIZE_BAND = 10
 #: A turn longer than this many visual lines above the view is trimmed (see CaptionModel.trim_front).
 _TRIM_SLACK = 4
+#: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
+MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,7 @@ class CaptionOverlay(QWidget):
         self._layout_rev = -1
         self._layout_width = -1
         self._drag: tuple[QPoint, QRect, Qt.Edge | None] | None = None
+        self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
 
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
@@ -219,7 +222,7 @@ class CaptionOverlay(QWidget):
         """Re-read look and behaviour from :attr:`settings` (after the settings dialog)."""
         get = self.settings.get if self.settings is not None else (lambda key: key.default)
         self.max_lines = int(get(Keys.OVERLAY_LINES))
-        self.model.set_history(self.max_lines)
+        self.model.set_history(MAX_LINES)  # kept for the most lines a taller overlay can show
         self.model.show_labels = bool(get(Keys.OVERLAY_SOURCE_LABELS))
         font = QFont(get(Keys.OVERLAY_FONT_FAMILY)) if get(Keys.OVERLAY_FONT_FAMILY) else QFont()
         font.setPointSize(int(get(Keys.OVERLAY_FONT_SIZE)))
@@ -238,10 +241,26 @@ class CaptionOverlay(QWidget):
         self.update()
 
     def fit_height(self) -> None:
-        """Resize to :meth:`preferred_height`, keeping the bottom edge (captions grow upwards)."""
+        """Resize to :meth:`preferred_height`, keeping the bottom edge (captions grow upwards),
+        clamped onto the screen's available area (at the top edge it grows downwards instead)."""
         g = self.geometry()
         h = self.preferred_height()
-        self.setGeometry(QRect(g.x(), g.y() + g.height() - h, g.width(), h))
+        self.setGeometry(self.clamped(QRect(g.x(), g.y() + g.height() - h, g.width(), h)))
+
+    def screen_area(self, rect: QRect | None = None) -> QRect | None:
+        """Available geometry of the screen holding ``rect``'s centre (default: the overlay's)."""
+        centre = (rect or self.geometry()).center()
+        screen = QGuiApplication.screenAt(centre) or self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else None
+
+    def clamped(self, rect: QRect) -> QRect:
+        """``rect`` moved (and if needed shrunk) onto its screen's available area."""
+        area = self.screen_area(rect)
+        return clamp_rect(rect, area) if area is not None else rect
+
+    def lines_that_fit(self) -> int:
+        """Caption lines the current height holds (1 .. :data:`MAX_LINES`): a taller overlay shows more."""
+        return max(1, min(MAX_LINES, int((self.height() - 2 * MARGIN + 1) // self._line_height())))
 
     def _line_height(self) -> float:
         return QFontMetricsF(self.caption_font).lineSpacing()
@@ -261,10 +280,14 @@ class CaptionOverlay(QWidget):
         self.model.clear()
         self.update()
 
+    def _shown_lines(self) -> int:
+        return self.lines_that_fit()
+
     def visible_lines(self) -> list[VisualLine]:
         """The visual lines currently shown, top to bottom (the overlay's text model).
 
-        At most :attr:`max_lines`, and no more than fit the current height.
+        As many as fit the current height (:meth:`lines_that_fit`); the line setting
+        sets that height (:meth:`fit_height`).
         """
         self._relayout()
         return list(self._visual)
@@ -319,12 +342,11 @@ class CaptionOverlay(QWidget):
             for i in range(layout.lineCount()):
                 collected.append((layout, i, line))
             # a turn far longer than the view: drop its scrolled-out head at a visual line start
-            if len(starts) > self.max_lines + _TRIM_SLACK:
-                cut = starts[len(starts) - self.max_lines - 1]
+            if len(starts) > self._shown_lines() + _TRIM_SLACK:
+                cut = starts[len(starts) - self._shown_lines() - 1]
                 if len(line.shown_label) <= cut <= n_final:
                     trims.append((line, cut))
-        fit = max(1, int((self.height() - 2 * MARGIN + 1) // self._line_height()))
-        shown = collected[-min(self.max_lines, fit) :]
+        shown = collected[-self._shown_lines() :]
         visual = []
         for layout, i, line in shown:
             tl = layout.lineAt(i)
@@ -457,6 +479,8 @@ class CaptionOverlay(QWidget):
             native = handle.startSystemResize(edges) if edges is not None else handle.startSystemMove()
         if not native:
             self._drag = (event.globalPosition().toPoint(), self.geometry(), edges)
+        if edges is not None:
+            self._resized_by_user = True
         event.accept()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
@@ -486,7 +510,10 @@ class CaptionOverlay(QWidget):
                 g.setTop(min(geom.top() + d.y(), geom.bottom() - self.minimumHeight()))
             if edges & Qt.Edge.BottomEdge:
                 g.setBottom(geom.bottom() + d.y())
-        self.setGeometry(g)
+            area = self.screen_area(geom)
+            if area is not None:
+                g = g.intersected(area)  # a resize stops at the screen's edge
+        self.setGeometry(self.clamped(g))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         """End a manual move/resize."""
@@ -519,6 +546,13 @@ class CaptionOverlay(QWidget):
     def save_geometry(self) -> None:
         """Store the geometry (logical px) under the current screen's key."""
         self._save_timer.stop()
+        if self._resized_by_user:
+            self._resized_by_user = False
+            lines = self.lines_that_fit()
+            if lines != self.max_lines:  # the user made it taller or shorter: that is the line count now
+                self.max_lines = lines
+                if self.settings is not None:
+                    self.settings.set(Keys.OVERLAY_LINES, lines)
         if self.settings is None:
             return
         screen = self.current_screen()

@@ -112,7 +112,10 @@ def test_run_gui_without_a_display_says_so_and_returns_1(monkeypatch, capsys, se
 def test_quit_action_asks_about_unsaved_text(gui, qtbot, monkeypatch):
     asked = []
     monkeypatch.setattr(gui.window, "ask_unsaved", lambda: asked.append(True) or "cancel")
-    gui.window._unsaved = True  # as after a captioned run
+    from captioner.transcript import Transcript
+    from captioner.ui.session_model import Run
+
+    gui.window.session.runs.append(Run(Transcript(), dirty=True, has_text=True))  # as after a captioned run
     gui.window.quit_action.trigger()
     assert asked == [True] and gui.window.isVisible()
     monkeypatch.setattr(gui.window, "ask_unsaved", lambda: "discard")

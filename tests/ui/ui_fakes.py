@@ -158,3 +158,13 @@ def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = 
         return p
 
     return backend_factory, source_factory, pipeline_factory, record
+
+
+def run_and_stop(qtbot, win, record) -> None:
+    """Press Start, wait until the fake pipeline has fed everything and captions show, press Stop."""
+    n = len(record["pipelines"])
+    win.start_button.click()
+    qtbot.waitUntil(lambda: len(record["pipelines"]) > n and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: win.overlay.visible_text() != "" and win.start_button.text() == "Stop", timeout=5000)
+    win.start_button.click()
+    qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=5000)
