@@ -53,6 +53,8 @@ BACKLOG_OK_S = 1.0
 MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
 #: Message codes that stay when a run starts (they are not about the previous run).
+#: Notices of the remote backend that tell its connection state (shown as one message).
+REMOTE_STATE_CODES = ("remote_connected", "remote_reconnecting", "remote_reconnected", "remote_dropped")
 PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
 #: Messages about the audio sources: they go when the user changes the sources.
 SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
@@ -287,7 +289,8 @@ class MainWindow(QMainWindow):
         self.controller.stop(True)
 
     def _check_config(self, config: EngineConfig) -> str:
-        return (self.sources.problem(list(config.sources)) or self.model_panel.problem(config.backend, config.model)
+        return (self.sources.problem(list(config.sources)) or self.model_panel.problem(config.backend, config.model,
+                                                                                          len(config.sources))
                 or self.save_panel.problem())
 
     # -- engine signals ----------------------------------------------------------------------
@@ -377,7 +380,9 @@ class MainWindow(QMainWindow):
     def _show_notice(self, notice: Notice) -> None:
         if notice.code in ("stopped", "journal_ok"):
             return
-        self.messages.show_message(notice.message, notice.severity, notice.code or "notice")
+        # a remote server's connection state is one message that each change replaces
+        code = "remote_connection" if notice.code in REMOTE_STATE_CODES else notice.code
+        self.messages.show_message(notice.message, notice.severity, code or "notice")
 
     # -- overlay -----------------------------------------------------------------------------
     def set_overlay_visible(self, on: bool) -> None:
