@@ -119,6 +119,8 @@ class ScriptedServer:
         self.connections: list[ConnectionLog] = []
         #: while this returns True, new connections get HTTP 503 (the server is "down")
         self.refuse: Callable[[], bool] = lambda: False
+        #: when set, every handshake is answered with a 302 redirect to this URL
+        self.redirect_to: str | None = None
         self.changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -171,6 +173,10 @@ class ScriptedServer:
     def _check_auth(self, connection, request):
         if request.path.split("?")[0] != "/v1/realtime":
             return connection.respond(404, "Not Found\n")
+        if self.redirect_to:
+            response = connection.respond(302, "")
+            response.headers["Location"] = self.redirect_to
+            return response
         if self.refuse():
             return connection.respond(503, "Service Unavailable\n")
         if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":

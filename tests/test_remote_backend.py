@@ -330,3 +330,53 @@ def test_delay_and_clock_are_checked():
         load_backend("remote", "ws://h/v1/realtime", clock_ms=120, delay_ms=480)
     with pytest.raises(BackendError, match="not served"):
         load_backend("remote", "ws://h/v1/realtime", delay_ms=1280 + 80 * 5)
+
+
+def test_hotwords_and_model_name_go_in_the_session_update():
+    with ScriptedServer(Script()) as srv:
+        _run(_backend(srv.url, hotwords=("Kubernetes", " "), hotword_boost=3.0, language="zh", delay_ms=320),
+             np.zeros(STEP * 2, np.float32))
+        (update,) = srv.connections[0].updates
+    assert update == {"type": "session.update", "model": "audio8-asr-infinite", "language": "zh",
+                      "target_delay_ms": 320, "hotwords": ["Kubernetes"], "hotword_boost": 3.0}
+
+
+def test_redirects_are_not_followed():
+    with ScriptedServer(Script()) as other, ScriptedServer(Script()) as srv:
+        srv.redirect_to = other.url
+        with pytest.raises(BackendError, match="redirects to") as err:
+            _run(_backend(srv.url), np.zeros(STEP, np.float32))
+        assert other.url in str(err.value) and not other.connections  # no audio went there
+
+
+def test_wrong_path_says_404():
+    with ScriptedServer(Script()) as srv:
+        with pytest.raises(BackendError, match="HTTP 404"):
+            _run(_backend(srv.url.replace("/v1/realtime", "/v2/x")), np.zeros(STEP, np.float32))
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs openssl to make a certificate")
+    d = tmp_path_factory.mktemp("tls")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(d / "server.key"),
+                    "-out", str(d / "server.crt")], check=True, capture_output=True)
+    return d / "server.crt", d / "server.key"
+
+
+def test_wss_with_the_servers_self_signed_certificate(self_signed):
+    import ssl
+
+    crt, key = self_signed
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(crt, key)
+    with ScriptedServer(Script(text={1: " secure"}), ssl_context=ctx) as srv:
+        assert srv.url.startswith("wss://")
+        assert _text(_run(_backend(srv.url, ca_file=str(crt)), np.zeros(STEP * 3, np.float32))) == " secure"
+        with pytest.raises(BackendError, match="TLS certificate is not trusted.*--ca-file"):
+            _run(_backend(srv.url), np.zeros(STEP, np.float32))
