@@ -8,8 +8,12 @@ DESIGN section 2 "Remote"), on the same ``websockets`` library the client uses:
 * ``append``: base64 PCM16; bad base64, odd byte count or empty -> ``invalid_audio``;
 * ``commit final=false`` before a valid update -> ``model_not_validated``; else starts a
   generation; ``final=true`` -> (delay + 1 + 10) steps of padding, then ``transcription.done``;
-* per 1280 received samples one step: ``metrics.delta``, ``semantic_vad.delta`` (when the
-  script has VAD), then exactly one ``transcription.delta`` (empty ones included);
+* the reference schedule (``buffer_realtime_audio``): token ``k`` is the model's output for
+  audio step ``k`` (1280 samples) and can only be produced once the server holds
+  ``(k + delay_steps + 1) * 1280 + 40`` samples (the delay's worth after it, plus the 2.5 ms
+  look-ahead); after ``final`` the right padding lets it finish: N steps of audio give
+  N + 11 tokens. Per token: ``metrics.delta``, ``semantic_vad.delta`` (when the script has
+  VAD), then exactly one ``transcription.delta`` (empty ones included);
 * errors are flat ``{type:error, error, code}`` and never close the socket; unknown types ->
   ``unknown_event``; invalid JSON -> ``invalid_json``; a binary frame ends the connection
   without an error event.
@@ -38,6 +42,7 @@ from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosed
 
 STEP = 1280
+LOOKAHEAD = 40  # 2.5 ms
 HORIZONS = [0.5, 1.0, 2.0, 3.0]
 SERVED = "audio8-asr-infinite"
 
@@ -53,10 +58,9 @@ class Script:
     """What the server says and does.
 
     Attributes:
-        text: step index (0-based, per generation) -> delta text; steps not listed send "".
-        words_from_audio: decode word ids from the audio (see :func:`word_audio`) instead.
-        text_delay_steps: a decoded word is sent this many steps after its audio (None = the
-            session's delay / 80 ms, as the model does).
+        text: token index (0-based, per generation) -> delta text; tokens not listed send "".
+        words_from_audio: token ``k`` says the word held by audio step ``k`` (see
+            :func:`word_audio`) instead.
         vad: step -> eot probabilities per horizon (None = no VAD heads: no VAD events).
         close_after_steps: (steps, code) close the socket after that many steps of a connection.
         drop_after_steps: abort the TCP connection after that many steps.
@@ -73,7 +77,6 @@ class Script:
 
     text: dict[int, str] = field(default_factory=dict)
     words_from_audio: bool = False
-    text_delay_steps: int | None = None
     vad: dict[int, list[float]] | Callable[[int], list[float]] | None = None
     close_after_steps: tuple[int, int] | None = None
     drop_after_steps: int | None = None
@@ -96,6 +99,8 @@ class ConnectionLog:
     commits: list[bool] = field(default_factory=list)
     headers: dict = field(default_factory=dict)
     steps: int = 0
+    #: generation audio step of every token this connection produced, per generation
+    transcribed: list[list[int]] = field(default_factory=list)
     done_sent: int = 0
     closed: bool = False
 
@@ -259,10 +264,10 @@ class ScriptedServer:
             conn.samples.append(audio)
             gen = state["generation"]
             if gen is not None:
-                gen["buffer"] = np.concatenate([gen["buffer"], audio])
-                while len(gen["buffer"]) >= STEP:
-                    chunk, gen["buffer"] = gen["buffer"][:STEP], gen["buffer"][STEP:]
-                    await self._step(ws, conn, state, chunk, faults)
+                gen["audio"] = np.concatenate([gen["audio"], audio])
+                need = (self._delay_steps(state) + 1) * STEP + LOOKAHEAD
+                while state["generation"] is gen and gen["steps"] * STEP + need <= len(gen["audio"]):
+                    await self._step(ws, conn, state, faults)
         elif kind == "input_audio_buffer.commit":
             if not state["validated"]:
                 return await self._error(ws, "Model not validated. Make sure to validate the model by sending "
@@ -272,10 +277,9 @@ class ScriptedServer:
                 gen = state["generation"]
                 if gen is None:
                     return
-                if len(gen["buffer"]):
-                    await self._step(ws, conn, state, np.pad(gen["buffer"], (0, STEP - len(gen["buffer"]))), faults)
-                for _ in range(self._delay_steps(state) + 1 + 10):
-                    await self._step(ws, conn, state, np.zeros(STEP, np.float32), faults)
+                total = -(-len(gen["audio"]) // STEP) + 11  # with the right padding
+                while state["generation"] is gen and gen["steps"] < total:
+                    await self._step(ws, conn, state, faults)
                 if state["generation"] is gen:
                     await ws.send(json.dumps({"type": "transcription.done", "text": gen["text"],
                                               "usage": {"prompt_tokens": 16, "completion_tokens": gen["steps"],
@@ -283,20 +287,22 @@ class ScriptedServer:
                     conn.done_sent += 1
                     state["generation"] = None
             elif state["generation"] is None:
-                state["generation"] = {"buffer": np.zeros(0, np.float32), "steps": 0, "text": "", "words": [],
-                                       "failed": False}
+                state["generation"] = {"audio": np.zeros(0, np.float32), "steps": 0, "text": "", "failed": False}
+                conn.transcribed.append([])
         else:
             await self._error(ws, f"Unknown event type: {kind}", "unknown_event")
 
     def _delay_steps(self, state: dict) -> int:
         return int(state["delay"] or 480) // 80
 
-    async def _step(self, ws, conn: ConnectionLog, state: dict, chunk: np.ndarray, faults: bool) -> None:
+    async def _step(self, ws, conn: ConnectionLog, state: dict, faults: bool) -> None:
+        """Produce token ``gen["steps"]`` from audio step ``k`` (zeros past the audio)."""
         s = self.script
         gen = state["generation"]
         if gen is None or gen["failed"]:
             return
         k = gen["steps"]
+        chunk = gen["audio"][k * STEP : (k + 1) * STEP]
         if s.step_ms:
             await asyncio.sleep(s.step_ms / 1000)
         conn.steps += 1
@@ -317,14 +323,13 @@ class ScriptedServer:
                                       "probabilities": probs, "eot_probabilities": eot,
                                       "selected_eot_horizon_seconds": 1.0, "selected_eot_probability": eot[1]}))
         if s.words_from_audio:
-            word = int(round(float(np.median(chunk)) * 1000))
-            gen["words"].append(f" w{word}" if word > 0 else "")
-            lag = self._delay_steps(state) if s.text_delay_steps is None else s.text_delay_steps
-            delta = gen["words"][k - lag] if k - lag >= 0 else ""
+            word = int(round(float(np.median(chunk)) * 1000)) if len(chunk) else 0
+            delta = f" w{word}" if word > 0 else ""
         else:
             delta = s.text.get(k, "")
         gen["text"] += delta
         gen["steps"] += 1
+        conn.transcribed[-1].append(k)
         await ws.send(json.dumps({"type": "transcription.delta", "delta": delta}))
         if faults and s.binary_frame_at_step == conn.steps:
             await ws.send(b"\x00\x01")

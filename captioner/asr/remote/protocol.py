@@ -28,8 +28,11 @@ STEP_SAMPLES = SAMPLE_RATE * STEP_MS // 1000  # 1280
 #: Model name the reference compose serves (``--served-model-name``).
 DEFAULT_MODEL_NAME = "audio8-asr-infinite"
 DEFAULT_PATH = "/v1/realtime"
-#: Steps of silence the server pads after ``final`` besides the delay (1 + right pad 10).
+#: Deltas after the last audio step: the server pads delay + 1 + 10 steps of silence after
+#: ``final``, and N steps of audio give N + 11 deltas in all.
 SERVER_FLUSH_STEPS = 11
+#: Audio the server needs beyond a step before it can decode it (2.5 ms look-ahead).
+LOOKAHEAD_SAMPLES = 40
 #: ``target_delay_ms`` values the server accepts: multiples of 80 in 80..1200, 1600, 2400.
 SERVER_DELAYS_MS = tuple(range(80, 1201, 80)) + (1600, 2400)
 

@@ -4,18 +4,25 @@
 ``finish``) and does its network work on one shared asyncio loop thread (:class:`_Loop`).
 
 Timing: the server sends one ``transcription.delta`` per 80 ms step, empty ones included,
-and nothing carries a time. Delta ``n`` (1-based) of a generation covers generation audio
-``[0, n * 1280)`` samples; a per-generation map (:class:`_TimeMap`) turns a generation sample
-position into stream time, so keep-alive silence, audio dropped during an outage and the
-restart point after a reconnect never shift the times of the words.
+and nothing carries a time. Delta ``n`` (1-based) of a generation is the model's token for
+generation audio step ``n - 1``, so it covers audio ``[0, n * 1280)`` samples (the same rule
+as the local Audio8 backend: token ``k`` ends at ``(k + 1)`` clocks). The server can only
+produce it once it holds the delay's worth of audio after that step plus a 2.5 ms look-ahead
+(``(n + delay_steps) * 1280 + 40`` samples; reference ``buffer_realtime_audio``), and after
+``final`` it pads ``delay + 1 + 10`` steps of silence: N steps of audio give N + 11 deltas.
+A per-generation map (:class:`_TimeMap`) turns a generation sample position into stream
+time, so keep-alive silence, audio dropped during an outage and the restart point after a
+reconnect never shift the times of the words.
 
 Faults (DESIGN section 2):
 
 * connect refused / DNS / TLS / HTTP status on the *first* connect: fail at once with a
   message that names the URL;
 * a dropped connection, a close (1011 included), a binary frame or ``processing_error``
-  during a generation: reconnect with backoff as a new session; audio the server never
-  confirmed (by deltas) is sent again, audio captured during the outage is buffered up to
+  during a generation: reconnect with backoff as a new session; audio whose tokens the
+  server had not sent yet (the last ``delay + 1`` steps it held, and whatever was in
+  flight) is sent again from the first untranscribed step, so no word is lost or repeated;
+  audio captured during the outage is buffered up to
   ``outage_buffer_s`` and then counted as dropped with a notice; a ``connection_gap`` turn
   boundary marks the place in the transcript;
 * a server that greets but then never answers (it serves another stream): busy error after
@@ -226,7 +233,9 @@ class RemoteStream:
         self._task: Any = None
         self._ws: Any = None
         self._last_push = time.monotonic()
-        self._confirmed = 0  # stream samples covered by the deltas received so far
+        self._lag = (config.delay_ms // P.STEP_MS + 1) * P.STEP_SAMPLES + P.LOOKAHEAD_SAMPLES
+        self._sent_gen = 0  # generation samples sent so far (current generation)
+        self._next_need = self._lag  # generation samples the next delta needs (deltas + delay + look-ahead)
 
     # -- caller thread ------------------------------------------------------------------------
     def open(self) -> None:
@@ -281,11 +290,12 @@ class RemoteStream:
         self._poke()
 
     def wait_answered(self, deadline: float) -> None:
-        """Block until the deltas cover every sample pushed so far, the stream is not
+        """Block until the server answered every step that the audio pushed so far allows
+        (all of it sent, and a delta for each step it completes), the stream is not
         connected, or ``time.monotonic()`` passes ``deadline``."""
         with self._cond:
-            while (self._confirmed < self.fed_samples and self._connected and self._failure is None
-                   and (left := deadline - time.monotonic()) > 0):
+            while ((self._out or self._sent_gen >= self._next_need) and self._connected
+                   and self._failure is None and (left := deadline - time.monotonic()) > 0):
                 self._cond.wait(left)
 
     def drain(self) -> list[Event]:
@@ -571,6 +581,7 @@ class RemoteStream:
                         gen.sent_at = time.monotonic()
                     with self._lock:
                         self._inflight.append(piece)
+                        self._sent_gen = gen.map.gen_end
                     await ws.send(P.append(piece.pcm))
                     continue
                 if finishing:
@@ -585,6 +596,7 @@ class RemoteStream:
                         gen.sent_at = time.monotonic()
                     with self._lock:
                         self._inflight.append(_Piece(filler, None, time.perf_counter(), g))
+                        self._sent_gen = gen.map.gen_end
                     await ws.send(P.append(filler))
                     try:  # pace the silence in real time unless real audio arrives
                         await asyncio.wait_for(self._wake.wait(), P.STEP_MS / 1000)
@@ -643,10 +655,13 @@ class _Generation:
         self.sent_at = time.monotonic()
         self.last_event = time.monotonic()
         stream._vad.armed = False
+        with stream._cond:
+            stream._sent_gen, stream._next_need = 0, stream._lag
 
     def unanswered(self) -> bool:
-        """Audio (or the final commit) is waiting for an answer."""
-        return self.final_sent or self.map.gen_end >= (self.deltas + 2) * P.STEP_SAMPLES
+        """Audio (or the final commit) is waiting for an answer: a whole step more than the
+        next delta needs (delay + look-ahead) was sent."""
+        return self.final_sent or self.map.gen_end >= self.deltas * P.STEP_SAMPLES + self.s._lag + P.STEP_SAMPLES
 
     def time_at(self, g: int) -> float:
         return self.map.stream_at(g) / P.SAMPLE_RATE
@@ -717,12 +732,16 @@ class _Generation:
             events.append(TurnBoundary(t_end, "semantic_vad", fired))
         now = time.perf_counter()
         with s._cond:
-            s._confirmed = max(s._confirmed, self.map.stream_at(g_end))
+            needed = g_end - P.STEP_SAMPLES + s._lag  # the audio this delta needed
+            s._next_need = needed + P.STEP_SAMPLES
             s._cond.notify_all()
             while s._inflight and s._inflight[0].gen_start + s._inflight[0].samples <= g_end:
-                p = s._inflight.popleft()
-                if p.stream_pos is not None and p.gen_start + p.samples > g_end - P.STEP_SAMPLES:
-                    s.latencies_ms.append((now - p.pushed_at) * 1000.0)
+                s._inflight.popleft()  # transcribed: never sent again
+            for p in s._inflight:  # client latency: from pushing the piece that completed this step's need
+                if p.gen_start + p.samples >= needed:
+                    if p.stream_pos is not None and p.gen_start < needed:
+                        s.latencies_ms.append((now - p.pushed_at) * 1000.0)
+                    break
             s._events.extend(events)
 
     def _flush(self) -> None:
