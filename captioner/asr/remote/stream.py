@@ -442,9 +442,10 @@ class RemoteStream:
                 if dropped else " Audio captured during the outage was sent after reconnecting.")
         self._emit(
             TurnBoundary(t, "connection_gap", 1.0),
-            Notice(f"Reconnected to caption server {self.url} after {outage_s:.1f} s ({reason}); the transcript "
-                   f"is marked at {t:.1f} s, where words spoken within the {self.config.delay_ms} ms delay may "
-                   f"be missing.{lost}", "warning", "remote_reconnected"),
+            Notice(f"Reconnected to caption server {self.url} after {outage_s:.1f} s ({reason}). Audio the server "
+                   f"had not transcribed yet was sent again; the transcript is marked at {t:.1f} s, where a new "
+                   f"server session begins (a word cut there may be misheard).{lost}", "warning",
+                   "remote_reconnected"),
         )
 
     def _requeue(self) -> int:
