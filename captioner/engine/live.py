@@ -54,7 +54,7 @@ from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
 from captioner.engine.session import StreamingSession, feed_many
-from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities
+from captioner.events import Event, Notice, TextDelta, TurnBoundary, VadProbabilities
 
 log = logging.getLogger(__name__)
 

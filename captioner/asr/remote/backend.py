@@ -103,8 +103,9 @@ class RemoteBackend(Backend):
             out.update(step_ms=float(m.get("step_ms") or 0.0), rtf=float(m.get("rtf_ema") or m.get("rtf") or 0.0),
                        gpu_memory_used_bytes=int(m.get("gpu_memory_used_bytes") or 0),
                        gpu_memory_total_bytes=int(m.get("gpu_memory_total_bytes") or 0))
-        if state.latencies_ms:
-            out["client_latency_ms"] = statistics.median(state.latencies_ms)
+        latencies = state.latency_snapshot()
+        if latencies:
+            out["client_latency_ms"] = statistics.median(latencies)
         if state.dropped_samples:
             out["dropped_s"] = state.dropped_samples / P.SAMPLE_RATE
         return out

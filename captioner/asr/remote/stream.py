@@ -44,7 +44,7 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -345,6 +345,11 @@ class RemoteStream:
         task = self._task
         if task is not None and not task.done():
             self._loop.loop.call_soon_threadsafe(task.cancel)
+
+    def latency_snapshot(self) -> list[float]:
+        """A copy of :attr:`latencies_ms` (the loop thread appends to it)."""
+        with self._lock:
+            return list(self.latencies_ms)
 
     @property
     def failure(self) -> BackendError | None:
