@@ -78,3 +78,34 @@ def test_gui_captions_through_the_server_and_shows_the_connection(qtbot, setting
         assert text.strip() == "remote captions"
         assert srv.connections[0].commits == [False, True]  # the file ended: the stream was finished
         assert controller.shutdown(10000)
+
+
+def test_gui_says_which_server_refused(qtbot, settings, tmp_path):
+    import socket
+
+    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.ui.main_window import MainWindow
+    from captioner.ui.overlay import CaptionOverlay
+    from captioner.ui.recorder import TranscriptRecorder
+    from captioner.ui.settings import Keys
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    url = f"ws://127.0.0.1:{s.getsockname()[1]}/v1/realtime"
+    s.close()
+    wav = tmp_path / "talk.wav"
+    sf.write(wav, np.zeros(16000, np.float32), 16000)
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(wav))
+    controller = EngineController(EngineWorker())
+    overlay = CaptionOverlay(settings)
+    qtbot.addWidget(overlay)
+    win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp_path / "journal"))
+    qtbot.addWidget(win)
+    win.show()
+    _choose_remote(win, url)
+    win.start()
+    qtbot.waitUntil(lambda: any(url in text and "connection refused" in text and severity == "error"
+                                for text, severity, _ in win.messages.messages()), timeout=15000)
+    qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=15000)
+    assert controller.shutdown(10000)
