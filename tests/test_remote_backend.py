@@ -388,3 +388,16 @@ def test_wss_with_the_servers_self_signed_certificate(self_signed):
         assert _text(_run(_backend(srv.url, ca_file=str(crt)), np.zeros(STEP * 3, np.float32))) == " secure"
         with pytest.raises(BackendError, match="TLS certificate is not trusted.*--ca-file"):
             _run(_backend(srv.url), np.zeros(STEP, np.float32))
+
+
+def test_audio_and_key_never_reach_the_logs(caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)  # even with everything at DEBUG
+    with ScriptedServer(Script(text={1: " ok"}, close_after_steps=(3, 1011)), token="s3cret-key") as srv:
+        _run(_backend(srv.url, token="s3cret-key"), np.full(STEP * 12, 0.25, np.float32))
+    pcm_b64 = P.append(P.to_pcm16(np.full(STEP, 0.25, np.float32)))[40:80]
+    client_logs = [r for r in caplog.records if not r.name.startswith("websockets.server")]
+    assert client_logs  # the reconnect was logged ...
+    text = "\n".join(r.getMessage() for r in client_logs)
+    assert "s3cret-key" not in text and pcm_b64 not in text  # ... without the key or any audio

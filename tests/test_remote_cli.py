@@ -88,6 +88,7 @@ def test_transcribe_server_down_is_a_runtime_error_naming_the_url(tmp_path):
 @pytest.mark.parametrize("argv, needle", [
     (["--model", "http://h:18191/v1/realtime"], "did you mean ws://"),
     (["--model", "ws://h/v1/realtime", "--clock", "120"], "80 ms clock only"),
+    (["--model", "ws://h/v1/realtime", "--delay", "1280"], "delay 1280 ms is not served"),
     (["--model", "ws://h/v1/realtime", "--ca-file", "/nonexistent.pem"], "CA file not found"),
     ([], "needs a server URL"),
 ])

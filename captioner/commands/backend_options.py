@@ -69,6 +69,13 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
             return str(exc)
     if args.backend == "remote" and args.clock != 80:
         return f"the remote server runs the 80 ms clock only, not {args.clock} ms"
+    if args.backend == "remote":
+        from captioner.asr.remote.protocol import ProtocolError, check_delay
+
+        try:
+            check_delay(args.delay)
+        except ProtocolError as exc:
+            return str(exc)
     if args.backend != "remote" and (args.ca_file or args.server_model or args.hotword):
         return "--ca-file, --server-model and --hotword apply to --backend remote only"
     if args.ca_file and not os.path.isfile(args.ca_file):

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
+from captioner.asr.remote.protocol import SERVER_DELAYS_MS
 from captioner.engine.qt_emit import emit
 from captioner.ui.qt_helpers import select_data
 from captioner.ui.settings import Keys, Settings
@@ -206,6 +207,9 @@ class ModelPanel(QGroupBox):
         clocked = backend in CLOCKED
         for wdg in (self.clock_combo, self.delay_combo):
             wdg.setEnabled(clocked and not busy)
+        if backend == "remote":  # the server runs the 80 ms clock only
+            select_data(self.clock_combo, 80)
+            self.clock_combo.setEnabled(False)
         # the built-in and TFLite models have no Audio8 clock/delay to choose: hide the pickers
         for wdg in (self.clock_label, self.clock_combo, self.delay_label, self.delay_combo):
             wdg.setVisible(clocked)
@@ -227,6 +231,7 @@ class ModelPanel(QGroupBox):
         self.model_edit.setText(self.settings.get(key) if key else "")
         self.model_edit.setPlaceholderText(PLACEHOLDERS.get(backend, ""))
         self.update_controls()
+        self._fill_delays()
 
     def _fill_delays(self) -> None:
         clock = int(self.clock_combo.currentData() or 80)
@@ -234,7 +239,10 @@ class ModelPanel(QGroupBox):
         trained = post_trained_delays(clock)
         self.delay_combo.blockSignals(True)
         self.delay_combo.clear()
+        served = SERVER_DELAYS_MS if self.backend() == "remote" else None
         for d in allowed_delays(clock):
+            if served is not None and d not in served:
+                continue  # the remote server refuses it
             self.delay_combo.addItem(f"{d} ms ★" if d in trained else f"{d} ms", d)
         self.delay_combo.blockSignals(False)
         if not select_data(self.delay_combo, keep) and trained:

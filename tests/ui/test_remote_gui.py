@@ -109,3 +109,17 @@ def test_gui_says_which_server_refused(qtbot, settings, tmp_path):
                                 for text, severity, _ in win.messages.messages()), timeout=15000)
     qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=15000)
     assert controller.shutdown(10000)
+
+
+def test_remote_offers_only_what_the_server_serves(make_window):
+    from captioner.asr.remote.protocol import SERVER_DELAYS_MS
+
+    win, _ = make_window()
+    panel = win.model_panel
+    _choose_remote(win, "ws://h:18191/v1/realtime")
+    delays = [panel.delay_combo.itemData(i) for i in range(panel.delay_combo.count())]
+    assert delays and all(d in SERVER_DELAYS_MS for d in delays) and 1280 not in delays and 1600 in delays
+    assert panel.clock_combo.currentData() == 80 and not panel.clock_combo.isEnabled()
+    panel.backend_combo.setCurrentIndex(panel.backend_combo.findData("audio8"))
+    assert panel.clock_combo.isEnabled()
+    assert 1280 in [panel.delay_combo.itemData(i) for i in range(panel.delay_combo.count())]

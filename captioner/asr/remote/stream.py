@@ -55,6 +55,10 @@ from captioner.asr.remote import protocol as P
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VadProbabilities
 
 log = logging.getLogger(__name__)
+#: The websockets library logs every frame and handshake header (audio, the key) at DEBUG:
+#: give it a logger that never goes below INFO, whatever the application's logging level.
+_WIRE_LOG = logging.getLogger(__name__ + ".wire")
+_WIRE_LOG.setLevel(logging.INFO)
 
 
 @dataclass(frozen=True)
@@ -474,7 +478,7 @@ class RemoteStream:
         c = self.config
         kwargs: dict[str, Any] = dict(open_timeout=c.connect_timeout_s, ping_interval=None, max_size=2**22,
                                       write_limit=2**16, proxy=None, compression=None,
-                                      close_timeout=1.0)
+                                      close_timeout=1.0, logger=_WIRE_LOG)
         if c.token:
             kwargs["additional_headers"] = {"Authorization": f"Bearer {c.token}"}
         if c.url.secure:
