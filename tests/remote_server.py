@@ -69,6 +69,7 @@ class Script:
         binary_frame_at_step: send a binary frame to the client at that step (then go on).
         error_at_step: (step, code) send that error event at that step of the first generation.
         processing_error_at_step: fail the first generation there (error, no done).
+        processing_error_always: ... and every later generation too (a broken server).
         silent: send session.created and then never anything else.
         read_pause_s: stop reading for this long after the first append (slow reader).
         faults_on_connection: apply the fault scripts on this connection number only (0-based).
@@ -84,6 +85,7 @@ class Script:
     binary_frame_at_step: int | None = None
     error_at_step: tuple[int, str] | None = None
     processing_error_at_step: int | None = None
+    processing_error_always: bool = False
     silent: bool = False
     read_pause_s: float = 0.0
     faults_on_connection: int = 0
@@ -306,7 +308,7 @@ class ScriptedServer:
         if s.step_ms:
             await asyncio.sleep(s.step_ms / 1000)
         conn.steps += 1
-        if faults and s.processing_error_at_step == k:
+        if s.processing_error_at_step == k and (faults or s.processing_error_always):
             gen["failed"] = True
             state["generation"] = None
             return await self._error(ws, "CUDA error: scripted failure", "processing_error")

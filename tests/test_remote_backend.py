@@ -401,3 +401,23 @@ def test_audio_and_key_never_reach_the_logs(caplog):
     assert client_logs  # the reconnect was logged ...
     text = "\n".join(r.getMessage() for r in client_logs)
     assert "s3cret-key" not in text and pcm_b64 not in text  # ... without the key or any audio
+
+
+def test_an_abandoned_stream_frees_the_server():
+    with ScriptedServer(Script()) as srv:
+        backend = _backend(srv.url, keepalive_after_s=0.05, abandon_after_s=0.5)
+        session = StreamingSession(backend, "f")
+        session.feed(np.zeros(STEP * 3, np.float32))  # ... and never end()
+        assert srv.wait_for(lambda: srv.connections[0].closed, timeout=10)
+        assert srv.connections[0].commits == [False, True] and srv.connections[0].done_sent == 1
+        with pytest.raises(BackendError, match="closed after 0.5 s without audio"):
+            session.feed(np.zeros(STEP, np.float32))
+
+
+def test_a_server_that_always_fails_is_given_up_on():
+    script = Script(processing_error_at_step=0, processing_error_always=True)
+    with ScriptedServer(script) as srv:
+        with pytest.raises(BackendError, match="failed 4 sessions in a row") as err:
+            _run(_backend(srv.url), np.zeros(STEP * 200, np.float32))
+        assert len(srv.connections) == 4
+    assert "CUDA error" in str(err.value)

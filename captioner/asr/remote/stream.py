@@ -85,6 +85,8 @@ class StreamConfig:
         outage_buffer_s: audio kept while disconnected, sent after reconnecting (s of audio).
         max_pending_s: unsent audio while connected before ``push`` blocks (backpressure).
         keepalive_after_s: idle time before silence is sent to keep the generation alive (s).
+        abandon_after_s: no audio at all for this long (the session was dropped without
+            ``end()``): finish the generation and close, so the server is free again (s).
         answer_wait_s: how long a step waits for the delta of the audio it just sent, so text
             reaches the engine in the same step instead of the next one (s; 0 = never wait).
         vad_horizon_s, vad_threshold, vad_hysteresis: turn detection, as for local Audio8.
@@ -109,12 +111,17 @@ class StreamConfig:
     max_pending_s: float = 2.0
     keepalive_after_s: float = 2.0
     answer_wait_s: float = 0.06
+    abandon_after_s: float = 30.0
     vad_horizon_s: float = 1.0
     vad_threshold: float = 0.5
     vad_hysteresis: float = 0.2
 
     def __repr__(self) -> str:  # never show the token
         return f"StreamConfig(url={self.url.url!r}, model={self.model_name!r}, language={self.language!r})"
+
+
+#: Sessions in a row that may fail before producing a single delta, before giving up.
+MAX_FRUITLESS_SESSIONS = 3
 
 
 class _Loop:
@@ -229,6 +236,8 @@ class RemoteStream:
         self._ready = threading.Event()
         self._dropping_reported = False
         self._outage_dropped = 0
+        self._abandoned = False
+        self._fruitless = 0  # sessions in a row that ended in a fault before any delta
         self._vad = TurnHysteresis(config.vad_threshold, config.vad_hysteresis)
         self._vad_index: int | None = None
         self._vad_warned = False
@@ -278,6 +287,9 @@ class RemoteStream:
                 self._cond.wait(0.1)
             if self._failure is not None:
                 raise self._failure
+            if self._abandoned:
+                raise BackendError(f"the stream to caption server {self.url} was closed after "
+                                   f"{self.config.abandon_after_s:g} s without audio")
             if not self._connected and self._out_samples + n > self.config.outage_buffer_s * P.SAMPLE_RATE:
                 self.dropped_samples += n
                 self._outage_dropped += n
@@ -422,6 +434,11 @@ class RemoteStream:
                     return
                 except _Transient as exc:
                     reason = str(exc)
+                    self._fruitless += 1
+                    if self._fruitless > MAX_FRUITLESS_SESSIONS:
+                        self._fail(f"Caption server {self.url} failed {self._fruitless} sessions in a row without "
+                                   f"transcribing anything ({reason}); check the server's log")
+                        return
                     outage_since = time.monotonic()
                     gap_at = self._requeue()
                     self.reconnects += 1
@@ -599,6 +616,12 @@ class RemoteStream:
                     gen.final_sent = True
                     gen.sent_at = time.monotonic()
                     return
+                if idle >= c.abandon_after_s:  # nobody feeds this stream any more: free the server
+                    log.warning("caption server %s: no audio for %.0f s; ending the stream", self.url, idle)
+                    with self._cond:
+                        self._finishing = True
+                        self._abandoned = True
+                    continue
                 if idle >= c.keepalive_after_s and gen.map.gen_end:
                     was_waiting = gen.unanswered()
                     g = gen.map.add(P.STEP_SAMPLES, None)
@@ -706,6 +729,7 @@ class _Generation:
 
     def _delta(self, delta: str) -> None:
         s = self.s
+        s._fruitless = 0
         self.deltas += 1
         self.answered_once = True
         g_end = self.deltas * P.STEP_SAMPLES
