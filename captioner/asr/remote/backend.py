@@ -138,7 +138,7 @@ class RemoteBackend(Backend):
                 )
             index = self._free.pop(0)
         stream = RemoteStream(replace(self.config, url=self.urls[index]))
-        stream.url_index = index  # type: ignore[attr-defined]
+        stream.url_index = index
         try:
             stream.open()
         except BaseException:
@@ -154,5 +154,5 @@ class RemoteBackend(Backend):
         with self._lock:
             if stream in self.streams:
                 self.streams.remove(stream)
-                self._free.append(stream.url_index)  # type: ignore[attr-defined]
+                self._free.append(stream.url_index)
                 self._free.sort()

@@ -237,6 +237,7 @@ class RemoteStream:
         self._dropping_reported = False
         self._outage_dropped = 0
         self._abandoned = False
+        self.url_index = 0  # which of the backend's URLs this stream holds
         self._fruitless = 0  # sessions in a row that ended in a fault before any delta
         self._vad = TurnHysteresis(config.vad_threshold, config.vad_hysteresis)
         self._vad_index: int | None = None
@@ -489,7 +490,6 @@ class RemoteStream:
 
     async def _open_session(self) -> Any:
         """Connect, wait for ``session.created``, send the settings and start a generation."""
-        from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
         c = self.config
@@ -505,7 +505,7 @@ class RemoteStream:
                 raise _Fatal(f"cannot read the CA file {c.ca_file} for {self.url}: {exc}") from None
         url = self.url
         try:
-            ws = await _NoRedirectConnect(url, **kwargs)
+            ws = await _connect(url, **kwargs)
         except InvalidStatus as exc:
             status = exc.response.status_code
             if status in (401, 403):
@@ -800,21 +800,19 @@ def _close_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _no_redirect_class() -> Any:
-    from websockets.asyncio.client import connect
-
-    class NoRedirect(connect):
-        """``websockets`` connect that refuses HTTP redirects (audio goes only where configured)."""
-
-        def process_redirect(self, exc: Exception) -> Exception:  # type: ignore[override]
-            return exc
-
-    return NoRedirect
+_NO_REDIRECT: Any = None
 
 
-class _LazyConnect:
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _no_redirect_class()(*args, **kwargs)
+def _connect(url: str, **kwargs: Any) -> Any:
+    """``websockets.asyncio.client.connect(url, **kwargs)`` that refuses HTTP redirects, so
+    audio (and the key) go only to the URL the user configured. Await it for the connection."""
+    global _NO_REDIRECT
+    if _NO_REDIRECT is None:
+        from websockets.asyncio.client import connect
 
+        class NoRedirect(connect):
+            def process_redirect(self, exc: Exception) -> Exception:  # type: ignore[override]
+                return exc  # "not a redirect": connect() raises the 3xx InvalidStatus
 
-_NoRedirectConnect = _LazyConnect()
+        _NO_REDIRECT = NoRedirect
+    return _NO_REDIRECT(url, **kwargs)
