@@ -422,6 +422,11 @@ class RemoteStream:
                 if first:
                     first = False
                     self._emit(Notice(f"Connected to caption server {self.url}.", "info", "remote_connected"))
+                    c = self.config
+                    if c.token and not c.url.secure and c.url.host not in ("127.0.0.1", "::1", "localhost"):
+                        self._emit(Notice(f"The server key travels unencrypted to {self.url} (ws://); use the "
+                                          "wss:// address of the server's TLS proxy on other networks than "
+                                          "your own.", "warning", "remote_plain_key"))
                     self._ready.set()
                 elif outage_since is not None:
                     self._reconnected(gap_at, time.monotonic() - outage_since, reason)
@@ -462,9 +467,10 @@ class RemoteStream:
 
     def _reconnected(self, gap_at: int, outage_s: float, reason: str) -> None:
         t = gap_at / P.SAMPLE_RATE
-        dropped = self._outage_dropped / P.SAMPLE_RATE
-        self._outage_dropped = 0
-        self._dropping_reported = False
+        with self._lock:  # push() counts drops under the lock
+            dropped = self._outage_dropped / P.SAMPLE_RATE
+            self._outage_dropped = 0
+            self._dropping_reported = False
         lost = (f" {dropped:.1f} s of audio captured during the outage did not fit the buffer and were dropped."
                 if dropped else " Audio captured during the outage was sent after reconnecting.")
         self._emit(
