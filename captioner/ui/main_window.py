@@ -52,10 +52,19 @@ BACKLOG_OK_S = 1.0
 #: Window size (px): the smallest it can be made, and the first-run default.
 MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
+#: What to do when captions fall behind, per backend of the run.
+BEHIND_ADVICE = {
+    "default": "The built-in model is already the fastest one: close other busy programs, or caption one "
+               "source instead of two.",
+    "audio8": "Choose a longer clock or delay, or the built-in model, or close other busy programs.",
+    "remote": "The caption server is too busy or too slow for real time (it runs the 80 ms clock only): use a "
+              "faster GPU server or the built-in model.",
+    "": "Choose the built-in model, or close other busy programs.",
+}
 #: Message codes that stay when a run starts (they are not about the previous run).
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts")
 #: Notices of the remote backend that tell its connection state (shown as one message).
 REMOTE_STATE_CODES = ("remote_connected", "remote_reconnecting", "remote_reconnected", "remote_dropped")
-PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
 #: Messages about the audio sources: they go when the user changes the sources.
 SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
 #: Messages about the model: they go when the user changes the model.
@@ -80,10 +89,14 @@ class MainWindow(QMainWindow):
     Signals:
         transcript_line(str): each line appended to the transcript pane.
         closed(): the window was closed (the app quits).
+        attention(str): a problem the user must see although this window is not in front
+            (a Start from the tray or a shortcut that failed): the app shows it in the tray or
+            on the overlay.
     """
 
     transcript_line = Signal(str)
     closed = Signal()
+    attention = Signal(str)
 
     def __init__(
         self,
@@ -101,6 +114,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("captioner")
         self.engine_state = "idle"
         self._stats: dict[str, Stats] = {}
+        self._run_backend = ""  # the backend of the run in progress (for advice that fits it)
         self._meters: dict[str, LevelMeter] = {}
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
@@ -213,11 +227,29 @@ class MainWindow(QMainWindow):
                 pass
 
     def apply_shortcuts(self) -> None:
-        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog)."""
+        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog).
+
+        A key already taken (by Save, Quit or an earlier action -- an old or hand-edited
+        settings file) is not bound a second time: Qt would call it ambiguous and run neither.
+        """
         s = self.settings
-        self.start_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_START_STOP)))
-        self.overlay_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY)))
-        self.click_through_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_CLICK_THROUGH)))
+        taken = {seq.toString() for a in (self.save_action, self.quit_action) for seq in a.shortcuts()}
+        clashes = []
+        for action, key in ((self.start_action, Keys.SHORTCUT_START_STOP),
+                            (self.overlay_action, Keys.SHORTCUT_TOGGLE_OVERLAY),
+                            (self.click_through_action, Keys.SHORTCUT_CLICK_THROUGH)):
+            seq = QKeySequence(s.get(key))
+            text = seq.toString()
+            if text and text in taken:
+                clashes.append(f"{text} ({action.text()})")
+                seq = QKeySequence()
+            taken.add(text)
+            action.setShortcut(seq)
+        self.messages.clear("shortcuts")
+        if clashes:
+            self.messages.show_message(
+                f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
+                "Choose other keys in File > Settings….", "warning", "shortcuts")
 
     def save_settings(self) -> None:
         """Store the current choices."""
@@ -269,6 +301,7 @@ class MainWindow(QMainWindow):
         problem = self._check_config(config)
         if problem:
             self.messages.show_message(problem, "warning", "config")
+            self._tell_outside(problem)
             return
         self.messages.clear("config")
         self.save_settings()
@@ -276,6 +309,7 @@ class MainWindow(QMainWindow):
         self.overlay.clear()
         self.transcript_view.begin_run()
         self._stats.clear()
+        self._run_backend = config.backend
         self._meters = {spec.label: self.sources.meter_for(spec.kind) for spec in config.sources}
         self.engine_state = "loading"
         self._update_controls()
@@ -326,6 +360,7 @@ class MainWindow(QMainWindow):
         if self.run_bar.status_label.text() != "Stopped after an error":
             self.run_bar.set_status("Stopped")
         self.sources.reset_meters()
+        self.run_bar.clear_stats()
         self.messages.clear("backlog")
         self._update_controls()
         if self._quitting:
@@ -334,6 +369,12 @@ class MainWindow(QMainWindow):
     def _on_error(self, message: str, code: str) -> None:
         self.messages.show_message(message, "error", code)
         self.run_bar.set_status("Stopped after an error")
+        self._tell_outside(message)
+
+    def _tell_outside(self, text: str) -> None:
+        """The message bar is seen only with the window in front: otherwise ask for a tray/overlay notice."""
+        if not (self.isVisible() and self.isActiveWindow()):
+            emit(self.attention, text)
 
     def _on_event(self, ev: Event) -> None:
         self.recorder.add(ev)  # first: the transcript keeps every word whatever happens below
@@ -369,11 +410,8 @@ class MainWindow(QMainWindow):
         if backlog > BACKLOG_WARN_S and math.isfinite(backlog):
             if not any(code == "backlog" for _, _, code in self.messages.messages()):
                 self.messages.show_message(
-                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. Choose a "
-                    "faster model (the built-in one, or a longer clock/delay), or close other busy programs.",
-                    "warning",
-                    "backlog",
-                )
+                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. "
+                    + BEHIND_ADVICE.get(self._run_backend, BEHIND_ADVICE[""]), "warning", "backlog")
         elif backlog < BACKLOG_OK_S:
             self.messages.clear("backlog")
 

@@ -122,14 +122,14 @@ class ModelPanel(QGroupBox):
         self.backend_combo = QComboBox()
         for key, text in BACKENDS:
             self.backend_combo.addItem(text, key)
-        self.backend_label = QLabel("Model:")
+        self.backend_label = QLabel("M&odel:")
         form.addRow(self.backend_label, self.backend_combo)
         row = QHBoxLayout()
         self.model_edit = QLineEdit()
         self.model_button = QPushButton("Browse…")
         row.addWidget(self.model_edit, 1)
         row.addWidget(self.model_button)
-        self.model_row_label = QLabel("Location:")
+        self.model_row_label = QLabel("&Location:")
         form.addRow(self.model_row_label, row)
         self.key_edit = QLineEdit()  # remote server key: never shown, never logged
         self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
@@ -145,9 +145,9 @@ class ModelPanel(QGroupBox):
         self.language_combo = QComboBox()
         self.language_combo.addItem("English", "en")
         self.language_combo.addItem("Chinese", "zh")
-        self.clock_label = QLabel("Clock:")
-        self.delay_label = QLabel("Delay:")
-        self.language_label = QLabel("Language:")
+        self.clock_label = QLabel("Cloc&k:")
+        self.delay_label = QLabel("&Delay:")
+        self.language_label = QLabel("Lan&guage:")
         timing.addWidget(self.clock_label)
         timing.addWidget(self.clock_combo)
         timing.addWidget(self.delay_label)
@@ -157,6 +157,10 @@ class ModelPanel(QGroupBox):
         timing.addStretch(1)
         form.addRow(timing)
         self.form = form
+        for label, field in ((self.backend_label, self.backend_combo), (self.model_row_label, self.model_edit),
+                             (self.clock_label, self.clock_combo), (self.delay_label, self.delay_combo),
+                             (self.language_label, self.language_combo)):
+            label.setBuddy(field)  # screen readers read the label with the field; Alt+letter moves there
         self.backend_combo.currentIndexChanged.connect(self._on_backend_changed)
         self.clock_combo.currentIndexChanged.connect(self._fill_delays)
         self.model_button.clicked.connect(self._browse_model)

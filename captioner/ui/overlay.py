@@ -41,7 +41,7 @@ from PySide6.QtGui import (
     QTextLayout,
     QTextOption,
 )
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event
@@ -194,6 +194,11 @@ class CaptionOverlay(QWidget):
         self._layout_width = -1
         self._drag: tuple[QPoint, QRect, Qt.Edge | None] | None = None
         self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
+
+        self._notice: QLabel | None = None  # a problem told on the overlay (see show_notice)
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.timeout.connect(self.hide_notice)
 
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
@@ -391,13 +396,7 @@ class CaptionOverlay(QWidget):
 
         lh = self._line_height()
         if not self._shown and not self._click_through:
-            hint = QColor(self.partial_color)
-            hint.setAlphaF(0.7)
-            painter.setPen(hint)
-            painter.setFont(self.caption_font)
-            painter.drawText(QRectF(self.rect()).adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN),
-                             int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap),
-                             "Captions appear here. Drag to move, drag the edges to resize.")
+            self._paint_hint(painter)
         y0 = self.height() - MARGIN - lh * len(self._shown)
         stroke = QPen(self.outline_color, max(2.0, self.caption_font.pointSizeF() / 9.0))
         stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
@@ -422,6 +421,99 @@ class CaptionOverlay(QWidget):
             painter.fillPath(final, self.text_color)
             painter.fillPath(partial, self.partial_color)
         painter.end()
+
+    # -- notices ----------------------------------------------------------------------------------
+    #: How long (ms) a notice stays on the overlay.
+    NOTICE_MS = 8000
+
+    @property
+    def notice(self) -> QLabel | None:
+        """The notice label (``None`` until the first notice)."""
+        return self._notice
+
+    def show_notice(self, text: str, ms: int | None = None) -> None:
+        """Show a short problem message at the top of the overlay for ``ms`` (a failed Start
+        from the tray or a shortcut while the main window is not in front)."""
+        if self._notice is None:
+            self._notice = QLabel(self)
+            self._notice.setObjectName("overlay-notice")
+            self._notice.setWordWrap(True)
+            self._notice.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+            self._notice.setStyleSheet("QLabel#overlay-notice { background: rgba(150, 30, 20, 235); color: white; "
+                                       "border-radius: 6px; padding: 4px 8px; font-weight: bold; }")
+        self._notice.setText(text)
+        self._place_notice()
+        self._notice.show()
+        self._notice.raise_()
+        if not self.isVisible():
+            self.show()
+        self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
+
+    def notice_text(self) -> str:
+        """The notice shown now, or ``""``."""
+        return self._notice.text() if self._notice is not None and not self._notice.isHidden() else ""
+
+    def hide_notice(self) -> None:
+        """Remove the notice."""
+        self._notice_timer.stop()
+        if self._notice is not None:
+            self._notice.hide()
+
+    def _place_notice(self) -> None:
+        if self._notice is None:
+            return
+        width = max(40, self.width() - MARGIN)
+        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
+        self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))
+
+    # -- the empty-state hint ---------------------------------------------------------------------
+    #: Hint texts, longest first: the first that fits is shown.
+    HINTS = ("Captions appear here. Drag to move, drag the edges to resize.", "Captions appear here.",
+             "Captions")
+    HINT_FLAGS = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap)
+    #: Smallest hint font (pt).
+    HINT_MIN_PT = 7.0
+    #: Least opacity of the panel behind the hint, so it reads over any window.
+    HINT_BACKDROP_OPACITY = 0.8
+
+    def hint_layout(self) -> tuple[QFont, QRectF, str]:
+        """Font, rectangle and text of the hint: the longest hint that fits, in the largest font
+        (up to the caption font) that fits -- never clipped."""
+        area = QRectF(self.rect()).adjusted(MARGIN / 2, MARGIN / 2, -MARGIN / 2, -MARGIN / 2)
+        font = QFont(self.caption_font)
+        top = max(self.HINT_MIN_PT, self.caption_font.pointSizeF())
+        for text in self.HINTS:
+            size = top
+            while size >= self.HINT_MIN_PT:
+                font.setPointSizeF(size)
+                need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+                if need.width() <= area.width() and need.height() <= area.height():
+                    return QFont(font), area, text
+                size = size - 1.0 if size > 12 else size - 0.5
+        font.setPointSizeF(self.HINT_MIN_PT)
+        return font, area, ""
+
+    def hint_backdrop_opacity(self) -> float:
+        """Opacity of the panel behind the hint (at least :attr:`HINT_BACKDROP_OPACITY`)."""
+        return max(self.opacity, self.HINT_BACKDROP_OPACITY)
+
+    def hint_colour(self) -> QColor:
+        """The hint's colour: the partial tint, opaque (it sits on :meth:`hint_backdrop_opacity`)."""
+        return QColor(self.partial_color)
+
+    def _paint_hint(self, painter: QPainter) -> None:
+        font, area, text = self.hint_layout()
+        if not text:
+            return
+        need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+        back = QColor(self.background_color)
+        back.setAlphaF(self.hint_backdrop_opacity())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(back)
+        painter.drawRoundedRect(need.adjusted(-MARGIN / 2, -2, MARGIN / 2, 2).intersected(QRectF(self.rect())), 6, 6)
+        painter.setPen(self.hint_colour())
+        painter.setFont(font)
+        painter.drawText(area, self.HINT_FLAGS, text)
 
     # -- click-through, focus, drag and resize ----------------------------------------------------
     @property
@@ -535,6 +627,7 @@ class CaptionOverlay(QWidget):
         """Re-wrap for the new width and remember the size (debounced)."""
         super().resizeEvent(event)
         self._layout_rev = -1
+        self._place_notice()
         if not self._restoring and self.isVisible():
             self._save_timer.start()
 
@@ -553,6 +646,9 @@ class CaptionOverlay(QWidget):
                 self.max_lines = lines
                 if self.settings is not None:
                     self.settings.set(Keys.OVERLAY_LINES, lines)
+        settled = self.clamped(self.geometry())
+        if settled != self.geometry():  # a window-manager move or resize left it partly off the screen
+            self._place(settled)
         if self.settings is None:
             return
         screen = self.current_screen()
@@ -598,6 +694,10 @@ class CaptionOverlay(QWidget):
         geom = QRect(*rect) if rect else self.default_geometry(target)
         self._place(clamp_rect(geom, target.availableGeometry()))
         return self.geometry()
+
+    def place(self, rect: QRect) -> None:
+        """Put the overlay at ``rect`` (clamped onto its screen) without counting it as a user move."""
+        self._place(self.clamped(rect))
 
     def _place(self, rect: QRect) -> None:
         self._restoring = True

@@ -2,7 +2,8 @@
 
 The status line says what the app is doing ("Ready", "Loading…", "Captioning",
 "Stopped"); the health label beside it summarises the engine's
-:class:`~captioner.events.Stats`.
+:class:`~captioner.events.Stats` in plain words ("keeping up", "3 s behind") with the
+numbers in its tooltip, and is cleared when the run stops.
 """
 
 from __future__ import annotations
@@ -11,6 +12,29 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 
 #: Start button text per engine state.
 BUTTON_TEXT = {"idle": "Start", "loading": "Cancel", "stopping": "Stopping…"}
+#: Backlog (s) under which the captions count as keeping up.
+KEEPING_UP_S = 1.0
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def health_text(rtf: float, backlog: float, overflows: int, dropped: float) -> str:
+    """The run's health in plain words: "keeping up", "3 s behind", plus lost audio if any."""
+    text = "keeping up" if not backlog >= KEEPING_UP_S else f"{_duration(backlog)} behind"
+    if dropped > 0 or overflows > 0:
+        text += f" · {dropped:.1f} s of audio lost" if dropped > 0 else " · some audio lost"
+    return text
+
+
+def health_details(rtf: float, backlog: float, overflows: int, dropped: float) -> str:
+    """The numbers behind :func:`health_text`, explained (the tooltip)."""
+    return (f"Real-time factor {rtf:.2f}: the model needs {rtf:.2f} s per second of audio (below 1 keeps up).\n"
+            f"Backlog {backlog:.1f} s: audio waiting for the model.\n"
+            f"Overflows {overflows}: times the audio device delivered faster than it was read.\n"
+            f"Dropped {dropped:.1f} s: audio skipped to catch up.")
 
 
 class RunBar(QWidget):
@@ -50,8 +74,11 @@ class RunBar(QWidget):
         self.progress.setVisible(bool(busy))
 
     def set_stats(self, rtf: float, backlog: float, overflows: int, dropped: float) -> None:
-        """Show the run's speed, backlog and lost audio."""
-        text = f"RTF {rtf:.2f} · backlog {backlog:.1f} s · overflows {overflows}"
-        if dropped > 0:
-            text += f" · dropped {dropped:.1f} s"
-        self.stats_label.setText(text)
+        """Show the run's health in words, the numbers in the tooltip."""
+        self.stats_label.setText(health_text(rtf, backlog, overflows, dropped))
+        self.stats_label.setToolTip(health_details(rtf, backlog, overflows, dropped))
+
+    def clear_stats(self) -> None:
+        """Forget the last run's health (after Stop)."""
+        self.stats_label.setText("")
+        self.stats_label.setToolTip("")

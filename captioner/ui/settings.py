@@ -129,6 +129,7 @@ class Keys:
     FILE = Key("sources/file", str, "", doc="Audio file played as a live source")
     MIC_LABEL = Key("sources/microphone_label", str, "You", doc="Label for microphone captions")
     SYSTEM_LABEL = Key("sources/system_label", str, "Meeting", doc="Label for system-audio captions")
+    FILE_LABEL = Key("sources/file_label", str, "", doc="Label for captions of a file (empty: its short name)")
 
     # -- overlay ----------------------------------------------------------------------------
     OVERLAY_VISIBLE = Key("overlay/visible", bool, True, doc="Show the caption overlay")

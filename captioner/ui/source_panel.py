@@ -30,6 +30,38 @@ MODES = [
 ]
 
 
+#: Longest label a file source gets from its name (a label starts every caption turn).
+FILE_LABEL_CHARS = 20
+
+
+def file_label(path: str, custom: str = "") -> str:
+    """The caption label of a file source: ``custom`` if set, else the file's name without its
+    suffix, cut to :data:`FILE_LABEL_CHARS` characters."""
+    if custom.strip():
+        return custom.strip()
+    stem = Path(path).stem.strip() if path else ""
+    if not stem:
+        return "File"
+    return stem if len(stem) <= FILE_LABEL_CHARS else stem[: FILE_LABEL_CHARS - 1].rstrip() + "…"
+
+
+def audio_file_problem(path: str) -> str:
+    """Why ``path`` cannot be played as a source, or ``""`` (reads the header only)."""
+    import soundfile
+
+    try:
+        soundfile.info(path)
+    except Exception:  # noqa: BLE001 - libsndfile says "Format not recognised" and the like
+        name = Path(path).name
+        return (f"{name} is not an audio file that can be read. Choose a WAV, FLAC, OGG or MP3 file with "
+                f"Browse…, or convert it first, for example: ffmpeg -i \"{name}\" \"{Path(name).stem}.flac\"")
+    return ""
+
+
+#: What a device list shows when the listing found nothing of its kind.
+NO_DEVICE_TEXT = {"microphone": "No microphone found", "system": "No system-audio source found"}
+
+
 class SourcePanel(QGroupBox):
     """The "Audio" group: mode, devices, file and their level meters.
 
@@ -48,22 +80,25 @@ class SourcePanel(QGroupBox):
         super().__init__("Audio", parent)
         self.settings = settings
         self._busy = False
+        #: whether the last listing found any microphone / system-audio source
+        self.found = {"microphone": True, "system": True}
+        self._system_help = ""
         grid = QGridLayout(self)
         self.mode_combo = QComboBox()
         for key, text in MODES:
             self.mode_combo.addItem(text, key)
-        self.mode_label = QLabel("Caption:")
+        self.mode_label = QLabel("Ca&ption:")
         grid.addWidget(self.mode_label, 0, 0)
         grid.addWidget(self.mode_combo, 0, 1, 1, 3)
         self.mic_combo = QComboBox()
-        self.mic_meter = LevelMeter()
-        self.mic_label = QLabel("Microphone:")
+        self.mic_meter = LevelMeter(name="Microphone input level")
+        self.mic_label = QLabel("&Microphone:")
         grid.addWidget(self.mic_label, 1, 0)
         grid.addWidget(self.mic_combo, 1, 1)
         grid.addWidget(self.mic_meter, 1, 2)
         self.system_combo = QComboBox()
-        self.system_meter = LevelMeter()
-        self.system_label = QLabel("System audio:")
+        self.system_meter = LevelMeter(name="System audio input level")
+        self.system_label = QLabel("S&ystem audio:")
         grid.addWidget(self.system_label, 2, 0)
         grid.addWidget(self.system_combo, 2, 1)
         grid.addWidget(self.system_meter, 2, 2)
@@ -72,8 +107,8 @@ class SourcePanel(QGroupBox):
         self.file_edit = QLineEdit()
         self.file_edit.setPlaceholderText("WAV, FLAC or OGG file")
         self.file_button = QPushButton("Browse…")
-        self.file_meter = LevelMeter()
-        self.file_label = QLabel("File:")
+        self.file_meter = LevelMeter(name="File input level")
+        self.file_label = QLabel("Fil&e:")
         grid.addWidget(self.file_label, 3, 0)
         grid.addWidget(self.file_edit, 3, 1)
         grid.addWidget(self.file_meter, 3, 2)
@@ -81,6 +116,9 @@ class SourcePanel(QGroupBox):
         grid.setColumnStretch(1, 3)
         grid.setColumnStretch(2, 1)
         self.grid = grid
+        for label, field in ((self.mode_label, self.mode_combo), (self.mic_label, self.mic_combo),
+                             (self.system_label, self.system_combo), (self.file_label, self.file_edit)):
+            label.setBuddy(field)  # screen readers read the label with the list; Alt+letter moves there
         self.mode_combo.currentIndexChanged.connect(self._on_mode)
         for combo in (self.mic_combo, self.system_combo):
             combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
@@ -142,14 +180,22 @@ class SourcePanel(QGroupBox):
                 help_text = devices.system_audio_help()
         except Exception as exc:  # noqa: BLE001 - device listing must never stop the window
             help_text = f"Audio devices could not be listed ({exc})."
-        for combo, items, key in ((self.mic_combo, mics, Keys.MICROPHONE),
-                                  (self.system_combo, systems, Keys.SYSTEM_AUDIO)):
+        for kind, combo, items, key in (("microphone", self.mic_combo, mics, Keys.MICROPHONE),
+                                        ("system", self.system_combo, systems, Keys.SYSTEM_AUDIO)):
+            combo.blockSignals(True)
             combo.clear()
-            combo.addItem("Default device", "")
-            for label, name in items:
-                combo.addItem(label, name)
-            select_data(combo, self.settings.get(key))
+            if items:
+                combo.addItem("Default device", "")
+                for label, name in items:
+                    combo.addItem(label, name)
+                select_data(combo, self.settings.get(key))
+            else:  # "Default device" would promise a device that does not exist
+                combo.addItem(NO_DEVICE_TEXT[kind], "")
+            combo.blockSignals(False)
+            self.found[kind] = bool(items)
+        self._system_help = help_text
         self.system_combo.setToolTip(help_text)
+        emit(self.changed)
 
     # -- specs -------------------------------------------------------------------------------
     def specs(self) -> list[SourceSpec]:
@@ -164,16 +210,28 @@ class SourcePanel(QGroupBox):
                                     self.system_combo.currentData() or None))
         if mode == "file":
             path = self.file_edit.text().strip()
-            specs.append(SourceSpec("file", Path(path).name or "File", path=path or None))
+            specs.append(SourceSpec("file", file_label(path, s.get(Keys.FILE_LABEL)), path=path or None))
         return specs
 
     def problem(self, specs: list[SourceSpec]) -> str:
         """What must be fixed before these sources can start, or ``""``."""
         if not specs:
             return "Choose what to caption: a microphone, system audio or a file."
+        kinds = {spec.kind for spec in specs}
+        if "microphone" in kinds and not self.found["microphone"]:
+            return ("No microphone was found. Connect one (or start the sound server) and press Refresh devices, "
+                    "or caption system audio or a file instead.")
+        if "system" in kinds and not self.found["system"]:
+            help_text = f" {self._system_help}" if self._system_help else ""
+            return (f"No system-audio source was found.{help_text} Then press Refresh devices, or caption the "
+                    "microphone or a file instead.")
         for spec in specs:
             if spec.kind == "file" and (not spec.path or not os.path.isfile(spec.path)):
                 return "The audio file was not found. Choose a WAV, FLAC or OGG file with Browse…"
+            if spec.kind == "file":
+                problem = audio_file_problem(spec.path)
+                if problem:
+                    return problem
         return ""
 
     def meter_for(self, kind: str) -> LevelMeter:

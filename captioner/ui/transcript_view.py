@@ -16,11 +16,12 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QColor, QPalette, QTextCursor
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.ui.overlay import contrast_ratio
 from captioner.ui.qt_helpers import format_time
 
 #: Height (px) the transcript pane always keeps (about five lines).
@@ -28,6 +29,18 @@ MIN_TRANSCRIPT_PX = 110
 #: Separator lines.
 NEW_SESSION = "— new session —"
 RECOVERED_SESSION = "— recovered session —"
+
+
+def partial_colour(text: QColor, background: QColor, minimum: float = 4.5) -> str:
+    """A colour for unstable text: halfway from ``text`` to ``background``, moved back towards
+    ``text`` until it reaches ``minimum`` contrast (WCAG AA, the overlay's rule)."""
+    for step in range(50, -1, -5):  # percent of the way towards the background
+        f = step / 100.0
+        c = QColor.fromRgbF(*(t + (b - t) * f for t, b in zip(
+            (text.redF(), text.greenF(), text.blueF()), (background.redF(), background.greenF(), background.blueF()))))
+        if contrast_ratio(c, background) >= minimum and c.name() != text.name():
+            return c.name()
+    return text.name()
 
 
 def segment_line(source: str, start: float, text: str) -> str:
@@ -168,6 +181,8 @@ class TranscriptView(QWidget):
         return any(t.strip() for t in self._open_text.values())
 
     def _render_live(self) -> None:
+        pal = self.live_label.palette()
+        colour = partial_colour(pal.color(QPalette.ColorRole.WindowText), pal.color(QPalette.ColorRole.Window))
         parts = []
         for source in dict.fromkeys(list(self._open_text) + list(self._partials)):
             final = self._open_text.get(source, "").strip()
@@ -175,7 +190,7 @@ class TranscriptView(QWidget):
             if not final and not partial:
                 continue
             label = f"<b>{html.escape(source)}:</b> " if source else ""
-            tail = f" <i style='color:gray'>{html.escape(partial)}</i>" if partial else ""
+            tail = f" <i style='color:{colour}'>{html.escape(partial)}</i>" if partial else ""
             parts.append(f"{label}{html.escape(final)}{tail}")
         self.live_label.setText("<br>".join(parts))
 

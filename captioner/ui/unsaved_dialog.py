@@ -16,6 +16,10 @@ def unsaved_box(parent: QWidget | None, journal: Path | None) -> QMessageBox:
                       QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
                       | QMessageBox.StandardButton.Cancel, parent)
     box.setDefaultButton(QMessageBox.StandardButton.Save)
+    # Alt+S saves, Alt+D discards, Esc cancels
+    box.button(QMessageBox.StandardButton.Save).setText("&Save…")
+    box.button(QMessageBox.StandardButton.Discard).setText("&Discard")
+    box.setEscapeButton(QMessageBox.StandardButton.Cancel)
     return box
 
 

@@ -43,7 +43,7 @@ def make_window(qtbot, settings, tmp_path):
     ``files`` maps file names to fake audio (default: "talk.wav" saying WINDOW_WORDS); each
     name becomes an (empty) file in ``tmp_path`` and the window's file source is the first.
     """
-    from ui_fakes import fake_factories, speech
+    from ui_fakes import fake_factories, speech, write_wav
 
     from captioner.engine.qt_worker import EngineController, EngineWorker
     from captioner.ui.main_window import MainWindow
@@ -56,7 +56,7 @@ def make_window(qtbot, settings, tmp_path):
     def make(audio=None, files=None, **kw):
         files = files or {"talk.wav": speech(WINDOW_WORDS) if audio is None else audio}
         for name in files:
-            (tmp_path / name).write_bytes(b"fake")  # the fake source factory never reads it
+            write_wav(tmp_path / name)  # a real (silent) WAV; the fake source factory never reads it
         bf, sf, pf, record = fake_factories(files, **kw)
         controller = EngineController(EngineWorker(bf, sf, pf))
         overlay = CaptionOverlay(settings)

@@ -69,14 +69,14 @@ def test_run_gui_opens_the_window_and_returns_zero(qtbot, settings):
 
 
 def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_path):
-    from ui_fakes import fake_factories, speech
+    from ui_fakes import fake_factories, speech, write_wav
 
     from captioner.engine.qt_worker import EngineController, EngineWorker
     from captioner.transcript import find_unfinished
 
     words = ["alpha", "bravo", "charlie", "delta"]
     wav = tmp_path / "talk.wav"
-    wav.write_bytes(b"fake")
+    write_wav(wav)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(wav))
     bf, sf, pf, record = fake_factories({"talk.wav": speech(words, gap_chunks=0)})

@@ -7,7 +7,7 @@ import json
 import pytest
 import srt
 import webvtt
-from ui_fakes import fake_factories, run_and_stop, speech
+from ui_fakes import fake_factories, run_and_stop, speech, write_wav
 
 from captioner.engine.qt_worker import EngineController, EngineWorker
 from captioner.events import Stats, TextDelta, TurnBoundary
@@ -28,7 +28,7 @@ def test_start_stop_keeps_the_last_word(make_window, qtbot):
     text = win.recorder.transcript.text()
     assert text.split() == WORDS  # "echo" came out only through Stop's flush
     pane = win.transcript_view.toPlainText()
-    assert "talk.wav: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
+    assert "talk: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
     assert "echo" in win.overlay.visible_text()
     assert win.start_button.text() == "Start" and win.sources.mode_combo.isEnabled()
 
@@ -81,7 +81,7 @@ def test_backlog_warning_comes_and_goes(make_window):
     win, _ = make_window()
     win._on_event(Stats(rtf=1.4, backlog_s=9.0, source="talk.wav"))
     assert [m[2] for m in win.messages.messages()] == ["backlog"]
-    assert "RTF 1.40" in win.run_bar.stats_label.text() and "backlog 9.0 s" in win.run_bar.stats_label.text()
+    assert win.run_bar.stats_label.text() == "9 s behind" and "1.40" in win.run_bar.stats_label.toolTip()
     win._on_event(Stats(rtf=0.5, backlog_s=0.2, source="talk.wav"))
     assert win.messages.messages() == []
 
@@ -147,7 +147,7 @@ def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path)
         return bf(config)
 
     wav = tmp_path / "talk.wav"
-    wav.write_bytes(b"fake")
+    write_wav(wav)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(wav))
     controller = EngineController(EngineWorker(slow_backend, sf, pf))

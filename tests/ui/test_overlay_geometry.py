@@ -88,3 +88,11 @@ def test_resizing_by_the_edge_sets_the_line_count(overlay, settings):
     QTest.mouseRelease(overlay, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, drop)
     overlay.save_geometry()
     assert settings.get(Keys.OVERLAY_LINES) == 4 and overlay.max_lines == 4
+
+
+def test_a_window_manager_move_off_the_edge_is_clamped_when_it_settles(overlay, qtbot):
+    avail = _avail()
+    overlay.setGeometry(QRect(avail.left() + 30, avail.top() - 40, 400, overlay.height()))  # as a WM drag leaves it
+    with qtbot.waitSignal(overlay.geometry_saved, timeout=3000):
+        pass  # the debounced save after the move
+    assert avail.contains(overlay.geometry()) and overlay.y() == avail.top()

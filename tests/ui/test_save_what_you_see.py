@@ -30,7 +30,7 @@ def _caption_both(qtbot, win, record, tmp_path):
     win.sources.file_edit.setText(str(tmp_path / "two.wav"))
     run_and_stop(qtbot, win, record)
     pane = win.transcript_view.toPlainText()
-    assert "one.wav: alpha bravo charlie" in pane and "two.wav: delta echo foxtrot" in pane
+    assert "one: alpha bravo charlie" in pane and "two: delta echo foxtrot" in pane
     assert "— new session —" in pane
 
 

@@ -56,3 +56,11 @@ def test_colour_button_text_is_readable(qtbot, colour):
     button = ColorButton(colour)
     qtbot.addWidget(button)
     assert contrast_ratio(QColor(button.text_colour), QColor(colour)) >= 4.5
+
+
+def test_a_clash_already_in_the_settings_file_is_reported_not_bound_twice(make_window, settings):
+    settings.set(Keys.SHORTCUT_START_STOP, settings.get(Keys.SHORTCUT_TOGGLE_OVERLAY))  # an old, hand-edited file
+    win, _ = make_window()
+    bound = [a.shortcut().toString() for a in (win.start_action, win.overlay_action, win.click_through_action)]
+    assert len([b for b in bound if b]) == len({b for b in bound if b})
+    assert "shortcuts" in [m[2] for m in win.messages.messages()]
