@@ -75,9 +75,13 @@ def test_normal_session_text_turns_and_times():
     assert len(vads) == 25 + 11  # one per token: N steps of audio give N + 11 tokens (reference schedule)
     assert vads[0].horizons == (0.5, 1.0, 2.0, 3.0)
     assert max(v.time for v in vads) == pytest.approx(2.0)  # padding steps never run past the audio
-    # the VAD of a step comes before its text, the turn after it
-    i_world = events.index(deltas[1])
-    assert isinstance(events[i_world - 1], VadProbabilities) and events[i_world - 1].time == pytest.approx(0.56)
+    # the VAD of a step comes right before its text (same step time), the turn right after it
+    for d in deltas:
+        before = events[events.index(d) - 1]
+        assert isinstance(before, VadProbabilities) and before.time == pytest.approx(d.end)
+    turn = turns[0]
+    before = events[events.index(turn) - 1]
+    assert isinstance(before, VadProbabilities) and before.time == pytest.approx(turn.time)
 
 
 def test_stats_carry_server_metrics():
@@ -421,3 +425,15 @@ def test_a_server_that_always_fails_is_given_up_on():
             _run(_backend(srv.url), np.zeros(STEP * 200, np.float32))
         assert len(srv.connections) == 4
     assert "CUDA error" in str(err.value)
+
+
+@pytest.mark.parametrize("horizon, threshold, turns", [(1.0, 0.5, 0), (2.0, 0.5, 1), (2.0, 0.95, 0)])
+def test_vad_horizon_and_threshold_decide_turns_like_local_audio8(horizon, threshold, turns):
+    vad = {k: [0.1, 0.2, 0.9, 0.9] for k in (10, 11, 12)}  # only the 2 s and 3 s horizons say "end of turn"
+    with ScriptedServer(Script(text={3: " hi"}, vad=vad)) as srv:
+        events = _run(_backend(srv.url, vad_horizon_s=horizon, vad_threshold=threshold),
+                      np.zeros(STEP * 20, np.float32))
+    fired = [e for e in events if isinstance(e, TurnBoundary) and e.kind == "semantic_vad"]
+    assert len(fired) == turns  # hysteresis: one boundary for the three high steps
+    if turns:
+        assert fired[0].time == pytest.approx(0.88) and fired[0].probability == pytest.approx(0.9)

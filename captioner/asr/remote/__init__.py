@@ -40,7 +40,7 @@ def load_remote_backend(
     hotword_boost: float | None = None,
     vad_horizon_s: float = 1.0,
     vad_threshold: float = 0.5,
-    vad_hysteresis: float = 0.2,
+    vad_hysteresis: float | None = None,
     batch_size: int | None = None,
     **timeouts: Any,
 ) -> Any:
@@ -55,7 +55,8 @@ def load_remote_backend(
             handshake's ``Authorization: Bearer`` header.
         ca_file: PEM CA/certificate that signs a ``wss://`` server (self-signed proxy).
         hotwords, hotword_boost: optional contextual biasing (boost 0-10).
-        vad_horizon_s, vad_threshold, vad_hysteresis: turn detection, same rules as local Audio8.
+        vad_horizon_s, vad_threshold, vad_hysteresis: turn detection, the same rules and defaults
+            as local Audio8 (``captioner.asr.audio8.vad``; hysteresis None = its default).
         batch_size: sessions per engine call (default: number of URLs, at least 2).
         **timeouts: :class:`~captioner.asr.remote.stream.StreamConfig` timing fields.
 
@@ -66,6 +67,7 @@ def load_remote_backend(
         import websockets  # noqa: F401
     except ImportError as exc:
         raise BackendError(f"the remote backend needs the websockets package: {INSTALL_HINT}") from exc
+    from captioner.asr.audio8.vad import DEFAULT_HYSTERESIS
     from captioner.asr.remote import protocol as P
     from captioner.asr.remote.backend import RemoteBackend
     from captioner.asr.remote.stream import StreamConfig
@@ -95,7 +97,7 @@ def load_remote_backend(
         hotwords=tuple(str(h).strip() for h in hotwords if str(h).strip()), hotword_boost=hotword_boost,
         token=token if token is not None else (os.environ.get(TOKEN_ENV) or None), ca_file=ca_file,
         vad_horizon_s=float(vad_horizon_s), vad_threshold=float(vad_threshold),
-        vad_hysteresis=float(vad_hysteresis), **timeouts,
+        vad_hysteresis=DEFAULT_HYSTERESIS if vad_hysteresis is None else float(vad_hysteresis), **timeouts,
     )
     return RemoteBackend(parsed, config, batch_size or max(2, len(parsed)))
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from captioner.asr.audio8.vad import TurnHysteresis, horizon_index
+from captioner.asr.audio8.vad import DEFAULT_HYSTERESIS, TurnHysteresis, horizon_index
 from captioner.asr.base import BackendError
 from captioner.asr.remote import protocol as P
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VadProbabilities
@@ -114,7 +114,7 @@ class StreamConfig:
     abandon_after_s: float = 30.0
     vad_horizon_s: float = 1.0
     vad_threshold: float = 0.5
-    vad_hysteresis: float = 0.2
+    vad_hysteresis: float = DEFAULT_HYSTERESIS
 
     def __repr__(self) -> str:  # never show the token
         return f"StreamConfig(url={self.url.url!r}, model={self.model_name!r}, language={self.language!r})"
