@@ -437,3 +437,24 @@ def test_vad_horizon_and_threshold_decide_turns_like_local_audio8(horizon, thres
     assert len(fired) == turns  # hysteresis: one boundary for the three high steps
     if turns:
         assert fired[0].time == pytest.approx(0.88) and fired[0].probability == pytest.approx(0.9)
+
+
+def test_a_drop_during_the_final_flush_still_delivers_the_last_words():
+    words = list(range(1, 11))  # 10 steps: most tokens come after final (the delay + padding)
+    events, audio, received, conns = _word_run(Script(words_from_audio=True, close_after_steps=(6, 1011)), words)
+    assert conns == 2 and _text(events) == "".join(f" w{k}" for k in words)
+    first, second = _word_run.last
+    np.testing.assert_array_equal(second, _pcm_round_trip(audio)[6 * STEP :])  # from the first untranscribed step
+
+
+def test_a_server_gone_for_good_is_given_up_on_with_the_text_kept():
+    with ScriptedServer(Script(words_from_audio=True, close_after_steps=(3, 1011))) as srv:
+        srv.refuse = lambda: len(srv.connections) >= 1
+        backend = _backend(srv.url, reconnect_give_up_s=0.5)
+        session = StreamingSession(backend, "f")
+        events = session.feed(word_audio([1, 2, 3] + [0] * 8))
+        events += session.end()
+    assert _text(events) == " w1 w2 w3"
+    (err,) = [e for e in events if isinstance(e, Notice) and e.code == "remote_error"]
+    assert err.severity == "error" and "gave up after" in err.message and "HTTP 503" in err.message
+    assert "text received so far is kept" in err.message
