@@ -234,6 +234,8 @@ class ModelPanel(QGroupBox):
         key = LOCATION_KEYS.get(backend)
         self.model_edit.setText(self.settings.get(key) if key else "")
         self.model_edit.setPlaceholderText(PLACEHOLDERS.get(backend, ""))
+        self.model_edit.setToolTip("Server address; microphone and system audio at once need one server each: "
+                                   "give two addresses, comma-separated" if backend == "remote" else "")
         self.update_controls()
         self._fill_delays()
 
