@@ -93,7 +93,7 @@ def remote_problem(urls: str | None, sources: int = 1) -> str:
         return "Enter the server address, e.g. ws://127.0.0.1:18191/v1/realtime."
     problem = model_problem("remote", urls)
     if problem:
-        return problem[0].upper() + problem[1:] + "."
+        return problem[0].upper() + problem[1:] + ("" if problem.endswith((".", "?")) else ".")
     count = len([u for u in urls.replace(" ", ",").split(",") if u.strip()])
     if sources > count:
         return (f"{sources} sources need {sources} caption servers: an Audio8 server serves one stream, and only "
