@@ -100,7 +100,7 @@ class RemoteBackend(Backend):
         m = state.metrics
         out: dict = {"reconnects": state.reconnects}
         if m:
-            out.update(step_ms=float(m.get("step_ms") or 0.0), rtf=float(m.get("rtf_ema") or m.get("rtf") or 0.0),
+            out.update(step_ms=state.server_step_ms(), rtf=float(m.get("rtf_ema") or m.get("rtf") or 0.0),
                        gpu_memory_used_bytes=int(m.get("gpu_memory_used_bytes") or 0),
                        gpu_memory_total_bytes=int(m.get("gpu_memory_total_bytes") or 0))
         latencies = state.latency_snapshot()

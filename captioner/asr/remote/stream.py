@@ -42,6 +42,7 @@ import collections
 import logging
 import socket
 import ssl
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -212,6 +213,7 @@ class RemoteStream:
         dropped_samples: samples dropped during an outage (reported).
         reconnects: new sessions opened after a fault.
         metrics: the last ``metrics.delta`` payload (server step ms, RTF, GPU memory).
+        step_ms_recent: the server's step ms of the last 25 steps.
         latencies_ms: client-side ms from ``push`` of a step to its delta being ready.
     """
 
@@ -223,6 +225,7 @@ class RemoteStream:
         self.reconnects = 0
         self.metrics: dict[str, Any] = {}
         self.latencies_ms: collections.deque[float] = collections.deque(maxlen=2000)
+        self.step_ms_recent: collections.deque[float] = collections.deque(maxlen=25)  # last 2 s of server steps
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._out: collections.deque[_Piece] = collections.deque()
@@ -367,6 +370,11 @@ class RemoteStream:
         """A copy of :attr:`latencies_ms` (the loop thread appends to it)."""
         with self._lock:
             return list(self.latencies_ms)
+
+    def server_step_ms(self) -> float:
+        """Mean server step ms over the last 25 steps (0 before any ``metrics.delta``)."""
+        with self._lock:
+            return statistics.fmean(self.step_ms_recent) if self.step_ms_recent else 0.0
 
     @property
     def failure(self) -> BackendError | None:
@@ -716,6 +724,8 @@ class _Generation:
         elif kind == "metrics.delta":
             s.metrics = {k: ev.get(k) for k in ("step_ms", "rtf", "rtf_ema", "gpu_memory_used_bytes",
                                                  "gpu_memory_total_bytes", "gpu_memory_used_ratio")}
+            with s._lock:
+                s.step_ms_recent.append(float(ev.get("step_ms") or 0.0))
         elif kind == "transcription.done":
             if not self.final_sent:
                 raise _Transient("the server ended the generation before captioner did")
