@@ -22,14 +22,14 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
                    "a remote Audio8 server (one URL per live source, comma-separated)")
     p.add_argument("--clock", type=int, default=None, help="audio clock in ms: 80, 120 or 160 (Audio8; default 80)")
     p.add_argument("--delay", type=int, default=None,
-                   help="transcription delay in ms, a multiple of the clock (Audio8; default 480)")
+                   help="transcription delay in ms, a multiple of the clock (Audio8/remote; default 480)")
     p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
     p.add_argument("--device", default=None, help="Audio8: cuda, cuda:N, mps or cpu (default: automatic)")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None, help="Audio8: weight dtype")
     p.add_argument("--vad-horizon", type=float, default=1.0, choices=(0.5, 1.0, 2.0, 3.0),
-                   help="Audio8: semantic-VAD horizon in s that decides turn ends (default 1.0)")
+                   help="Audio8/remote: semantic-VAD horizon in s that decides turn ends (default 1.0)")
     p.add_argument("--vad-threshold", type=float, default=0.5,
-                   help="Audio8: end-of-turn probability that ends a turn (0-1, default 0.5)")
+                   help="Audio8/remote: end-of-turn probability that ends a turn (0-1, default 0.5)")
     p.add_argument("--ca-file", default=None, metavar="PEM",
                    help="remote: certificate (or CA) that signs a wss:// server, e.g. the proxy's self-signed "
                    "server.crt. The server key, if any, is read from $CAPTIONER_REMOTE_TOKEN")
