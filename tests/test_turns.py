@@ -422,3 +422,27 @@ def test_one_segment_per_turn_cues_never_span_two_turns_json_keeps_every_boundar
     assert any("Great" in c.text for c in cues) and not any("Great" in c.text and "Friday" in c.text for c in cues)
     doc = json.loads(format_json(t))
     assert [(x["kind"], x["probability"]) for x in doc["turns"]] == [("semantic", 0.83), ("silence", 0.41)]
+
+
+@pytest.mark.slow
+@needs_espeak
+def test_live_pipeline_with_a_backlog_ends_the_turn_before_the_next_speaker(moonshine, cases):
+    """The live path decodes in large blocks when it lags: the boundary still follows the first
+    speaker's last words and comes before the second speaker's text."""
+    from captioner.audio.filesource import FileSource
+    from captioner.engine.live import LiveCaptioner
+
+    _, facts = cases["change"]
+    events = []
+    live = LiveCaptioner(moonshine, [FileSource(facts["path"], label="Meeting", realtime=False)], events.append,
+                         turns=TurnSettings())
+    live.start()
+    assert live.wait(240)
+    lo, hi = facts["gap"]
+    (b,) = boundaries(events)
+    assert lo <= b.time <= hi and b.source == "Meeting"
+    i = events.index(b)
+    text = [e for e in events if isinstance(e, TextDelta) and e.text.strip()]
+    before = "".join(e.text for e in events[:i] if isinstance(e, TextDelta) and e.final).lower()
+    after = " ".join(e.text for e in events[i:] if isinstance(e, TextDelta)).lower()
+    assert "invite" in before and "see you" not in before and "see you" in after and text
