@@ -33,10 +33,11 @@ TOOLS = {
     "pactl": ("pulseaudio-utils", "pulseaudio-utils"),
     "paplay": ("pulseaudio-utils", "pulseaudio-utils"),
     "sox": ("sox", "sox"),
+    "openssl": ("openssl", "openssl"),
 }
 #: shell built-ins and coreutils the scripts use (always present on Debian)
 BASE = {"bash", "cd", "echo", "export", "for", "if", "mkdir", "set", "sleep", "trap", "kill", "rm", "seq",
-        "timeout", "realpath", "dirname", "mktemp", "sha256sum", "cut", "grep", "awk", "tr", "cat", "python3"}
+        "timeout", "cp", "realpath", "dirname", "mktemp", "sha256sum", "cut", "grep", "awk", "tr", "cat", "python3"}
 
 
 def apt_packages() -> dict[str, str]:
