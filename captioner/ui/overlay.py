@@ -384,10 +384,8 @@ class CaptionOverlay(QWidget):
                 cut = starts[len(starts) - self._shown_lines() - 1]
                 if len(line.shown_label) <= cut <= n_final:
                     trims.append((line, cut))
-        shown = collected[-self._shown_lines() :]
-
-        fit = max(1, int((self.height() - 2 * MARGIN + 1) // self._line_height()))
-        shown = _roll_up(collected, min(self.max_lines, fit))
+        # older turns whole or not at all (no stray tail of the previous turn on top)
+        shown = _roll_up(collected, self._shown_lines())
         visual = []
         for layout, i, line in shown:
             tl = layout.lineAt(i)
