@@ -92,6 +92,20 @@ def main() -> int:
             empty.resize(*size)
             empty.grab().save(os.path.join(out, name))
         win.engine_state = "idle"
+        win._update_controls()
+        win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData("audio8"))
+        app.processEvents()
+        win.grab().save(os.path.join(out, "main_window_audio8.png"))
+        from PySide6.QtGui import QKeySequence
+
+        from captioner.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(settings, win)
+        dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Shift+O"))  # the overlay's: refused
+        dialog.show()
+        app.processEvents()
+        dialog.grab().save(os.path.join(out, "settings_dialog.png"))
+        dialog.close()
         win.close()
         app.quit()
 

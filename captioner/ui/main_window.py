@@ -124,6 +124,21 @@ class MainWindow(QMainWindow):
         self._wire()
         self._update_controls()
         self._update_save_enabled()
+        self._form_fitted = False
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        """On the first show (laid out at last), give the form its height and the transcript the rest."""
+        super().showEvent(event)
+        if not self._form_fitted:
+            self._form_fitted = True
+            self.centralWidget().layout().activate()
+            self._fit_form()
+
+    def _fit_form(self) -> None:
+        """The form (sources, model) as tall as it needs; the rest of the height for the transcript."""
+        total = sum(self.splitter.sizes()) or self.splitter.height()
+        form = self._form.sizeHint().height()
+        self.splitter.setSizes([form, max(1, total - form) if total > form else 10_000])
 
     # -- layout ------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -155,6 +170,7 @@ class MainWindow(QMainWindow):
         split.setStretchFactor(1, 1)
         split.setChildrenCollapsible(False)
         self.splitter = split
+        self._form = top
         root.addWidget(self.run_bar)
         root.addWidget(split, 1)
         root.addWidget(self.save_panel)
@@ -208,6 +224,7 @@ class MainWindow(QMainWindow):
         self.save_panel.save_button.clicked.connect(self.save_dialog)
         self.sources.changed.connect(lambda: self._on_form_changed(SOURCE_MESSAGES))
         self.model_panel.changed.connect(lambda: self._on_form_changed(MODEL_MESSAGES))
+        self.model_panel.backend_combo.currentIndexChanged.connect(lambda _i: self._fit_form())
         self.save_panel.changed.connect(lambda: self._on_form_changed(()))
 
     # -- settings ----------------------------------------------------------------------------

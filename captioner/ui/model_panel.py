@@ -223,6 +223,7 @@ class ModelPanel(QGroupBox):
         has_location = backend != "default"
         self.model_edit.setVisible(has_location)
         self.model_row_label.setVisible(has_location)
+        self.form.setRowVisible(self.model_row_label, has_location)  # no empty gap where the row was
         self.model_button.setVisible(backend in ("audio8", "tflite"))
         self.key_edit.setVisible(backend == "remote")
         self.key_label.setVisible(backend == "remote")
