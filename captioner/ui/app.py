@@ -12,12 +12,14 @@ from PySide6.QtCore import QCoreApplication, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
+from captioner.resources import APP_ID
 from captioner.ui.main_window import MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
 from captioner.ui.single_instance import SingleInstance
-from captioner.ui.tray import TrayIcon, app_icon
+from captioner.ui.icons import application_icon
+from captioner.ui.tray import TrayIcon
 
 
 class CaptionerApp:
@@ -34,9 +36,10 @@ class CaptionerApp:
     def __init__(self, settings: Settings | None = None, controller: EngineController | None = None) -> None:
         self.settings = settings or Settings()
         self.overlay = CaptionOverlay(self.settings)
+        self.overlay.setWindowIcon(application_icon())
         self.overlay.restore_geometry()
         self.window = MainWindow(self.settings, self.overlay, controller)
-        self.window.setWindowIcon(app_icon())
+        self.window.setWindowIcon(application_icon())
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)
         self.window.quit_action.triggered.connect(self.window.request_quit)
@@ -150,7 +153,8 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("captioner")
-    app.setWindowIcon(app_icon())
+    app.setWindowIcon(application_icon())
+    app.setDesktopFileName(APP_ID)  # Wayland: the compositor takes the icon from the installed desktop entry
     guard = SingleInstance()
     if not guard.acquire():
         if guard.notified:
