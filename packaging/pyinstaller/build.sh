@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Build the frozen app with PyInstaller into dist/captioner/ (Linux, Windows via Git Bash/MSYS, macOS).
+#
+#   bash packaging/pyinstaller/build.sh            # default model only
+#   CAPTIONER_BUNDLE_EXTRAS=audio8,tflite bash packaging/pyinstaller/build.sh   # + optional backends
+#
+# Makes (once) a virtual environment build/bundle-venv with captioner, its runtime dependencies and
+# a pinned PyInstaller -- never the frameworks of optional backends unless asked -- then runs the
+# spec. Output: dist/captioner/captioner (dist/captioner.app on macOS). Prints the build time.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+venv="${CAPTIONER_BUNDLE_VENV:-$repo/build/bundle-venv}"
+PYINSTALLER_PIN="pyinstaller==6.22.3 pyinstaller-hooks-contrib==2026.9"
+py=python3; command -v "$py" >/dev/null 2>&1 || py=python
+case "$(uname -s)" in MINGW*|MSYS*|CYGWIN*) bin="$venv/Scripts" ;; *) bin="$venv/bin" ;; esac
+
+extras="${CAPTIONER_BUNDLE_EXTRAS:-}"
+pip_extras=""
+[ -n "$extras" ] && pip_extras="[$extras]"
+stamp="$venv/.captioner-bundle"
+want="$(cat "$repo/pyproject.toml" | sha256sum | cut -c1-16) $PYINSTALLER_PIN $pip_extras"
+if [ ! -x "$bin/python" ] && [ ! -x "$bin/python.exe" ]; then "$py" -m venv "$venv"; fi
+vpy="$bin/python"; [ -x "$vpy" ] || vpy="$bin/python.exe"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  pip=("$vpy" -m pip -q --disable-pip-version-check)
+  "${pip[@]}" install --upgrade pip
+  case "$extras" in *audio8*) "${pip[@]}" install "torch==2.13.0" ;; esac
+  # shellcheck disable=SC2086
+  "${pip[@]}" install $PYINSTALLER_PIN "$repo$pip_extras"
+  echo "$want" > "$stamp"
+fi
+
+start=$(date +%s)
+cd "$repo"
+"$vpy" -m PyInstaller --noconfirm --clean --log-level WARN \
+  --distpath "$repo/dist" --workpath "$repo/build/pyinstaller" "$repo/packaging/pyinstaller/captioner.spec"
+echo "captioner bundle: $repo/dist/captioner ($(du -sh "$repo/dist/captioner" | cut -f1)) built in $(( $(date +%s) - start )) s"
