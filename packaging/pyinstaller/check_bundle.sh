@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# CI check: build the Linux bundle, then the frozen binary must print the same --version and
+# transcribe a short espeak-ng WAV exactly like the installed (unfrozen) captioner.
+#
+#   bash packaging/pyinstaller/check_bundle.sh [UNFROZEN_CAPTIONER]
+#
+# UNFROZEN_CAPTIONER: the installed command to compare with (default .venv-test/bin/captioner,
+# which scripts/test.sh installs). Needs espeak-ng (scripts/apt-packages.txt, "test").
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+unfrozen="${1:-$repo/.venv-test/bin/captioner}"
+frozen="$repo/dist/captioner/captioner"
+[ -x "$unfrozen" ] || { echo "check_bundle: $unfrozen not found (run bash scripts/test.sh first)" >&2; exit 2; }
+command -v espeak-ng >/dev/null || { echo "check_bundle: espeak-ng missing (apt-get install espeak-ng)" >&2; exit 2; }
+
+t0=$(date +%s)
+bash "$repo/packaging/pyinstaller/build.sh"
+t1=$(date +%s)
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+espeak-ng -s 160 -w "$work/speech.wav" "Good morning everyone. The project meeting begins at ten o clock. \
+Please send the quarterly report to the whole team before Friday."
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
+fail=0
+v_frozen="$("$frozen" --version)"; v_unfrozen="$("$unfrozen" --version)"
+echo "frozen --version: $v_frozen; installed: $v_unfrozen"
+[ "$v_frozen" = "$v_unfrozen" ] || { echo "check_bundle: --version differs" >&2; fail=1; }
+
+for who in frozen unfrozen; do
+  cmd="$frozen"; [ "$who" = unfrozen ] && cmd="$unfrozen"
+  # own data dir each (one run's journal is not the other's); no display needed
+  env -u DISPLAY -u WAYLAND_DISPLAY CAPTIONER_DATA_DIR="$work/data-$who" \
+    "$cmd" transcribe "$work/speech.wav" --format json -o "$work/$who.json" 2>"$work/$who.log" \
+    || { echo "check_bundle: $who transcribe failed:" >&2; cat "$work/$who.log" >&2; fail=1; }
+done
+# Everything except when and where (creation time, journal path) must be identical: text, times,
+# turn ends, sources, backend description, app version.
+"${CHECK_PYTHON:-$repo/.venv-test/bin/python}" - "$work/frozen.json" "$work/unfrozen.json" <<'PY' || fail=1
+import json, sys
+a, b = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:3])
+for d in (a, b):
+    for k in ("created", "journal"):
+        d["metadata"].pop(k, None)
+for s in a["segments"]:
+    print(f"  frozen  {s['start']:6.2f}-{s['end']:6.2f}  {s['text']}")
+if a != b:
+    for s in b["segments"]:
+        print(f"  unfrozen {s['start']:6.2f}-{s['end']:6.2f}  {s['text']}")
+    sys.exit("check_bundle: the frozen transcript differs from the installed one")
+if not a["segments"]:
+    sys.exit("check_bundle: empty transcript")
+print(f"check_bundle: frozen transcript == installed transcript ({len(a['segments'])} segments, metadata included)")
+PY
+echo "bundle: $(du -sh "$repo/dist/captioner" | cut -f1), build $((t1 - t0)) s, check $(( $(date +%s) - t1 )) s"
+[ "$fail" = 0 ] && echo "check_bundle: OK" || echo "check_bundle: FAILED" >&2
+exit "$fail"
