@@ -136,3 +136,13 @@ def test_pyinstaller_spec_mentions_what_it_must_bundle():
     spec = (ROOT / "packaging" / "pyinstaller" / "captioner.spec").read_text(encoding="utf-8")
     for needed in ("moonshine_cpp", "moonshine_voice", "NSMicrophoneUsageDescription", "captioner/resources"):
         assert needed in spec
+
+
+def test_metainfo_screenshots_are_in_the_repository():
+    text = (LINUX / resources.METAINFO_FILE).read_text(encoding="utf-8")
+    shots = re.findall(r"packaging/linux/screenshots/[\w.-]+\.png", text)
+    assert shots
+    for rel in shots:
+        data = (ROOT / rel).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1280, 800)
