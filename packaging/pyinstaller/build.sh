@@ -25,6 +25,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   pip=("$vpy" -m pip -q --disable-pip-version-check)
   "${pip[@]}" install --upgrade pip
   case "$extras" in *audio8*) "${pip[@]}" install "torch==2.13.0" ;; esac
+  # Windows: system audio falls back to soundcard's WASAPI loopback when PortAudio has no [Loopback] devices
+  case "$(uname -s)" in MINGW*|MSYS*|CYGWIN*) "${pip[@]}" install "soundcard==0.4.6" ;; esac
   # shellcheck disable=SC2086
   "${pip[@]}" install $PYINSTALLER_PIN "$repo$pip_extras"
   echo "$want" > "$stamp"
