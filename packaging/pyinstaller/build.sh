@@ -11,14 +11,17 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="${CAPTIONER_BUNDLE_VENV:-$repo/build/bundle-venv}"
 PYINSTALLER_PIN="pyinstaller==6.22.3 pyinstaller-hooks-contrib==2026.9"
-py=python3; command -v "$py" >/dev/null 2>&1 || py=python
-case "$(uname -s)" in MINGW*|MSYS*|CYGWIN*) bin="$venv/Scripts" ;; *) bin="$venv/bin" ;; esac
+case "$(uname -s)" in
+  MINGW*|MSYS*|CYGWIN*) bin="$venv/Scripts"; py=python ;;  # Windows: python3 may be the Store stub
+  *) bin="$venv/bin"; py=python3; command -v "$py" >/dev/null 2>&1 || py=python ;;
+esac
 
 extras="${CAPTIONER_BUNDLE_EXTRAS:-}"
 pip_extras=""
 [ -n "$extras" ] && pip_extras="[$extras]"
 stamp="$venv/.captioner-bundle"
-want="$(cat "$repo/pyproject.toml" | sha256sum | cut -c1-16) $PYINSTALLER_PIN $pip_extras"
+hash="$("$py" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest()[:16])' "$repo/pyproject.toml")"
+want="$hash $PYINSTALLER_PIN $pip_extras"
 if [ ! -x "$bin/python" ] && [ ! -x "$bin/python.exe" ]; then "$py" -m venv "$venv"; fi
 vpy="$bin/python"; [ -x "$vpy" ] || vpy="$bin/python.exe"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
