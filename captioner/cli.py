@@ -16,6 +16,7 @@ COMMANDS = {
     "transcribe": "captioner.commands.transcribe",
     "devices": "captioner.commands.devices",
     "listen": "captioner.commands.listen",
+    "recover": "captioner.commands.recover",
 }
 
 

@@ -4,14 +4,14 @@
 #   tests/gui_screenshot.sh [OUT_DIR]      (default: out/)
 #
 # Needs: Xvfb, xcompmgr (translucency; without it the overlay is opaque black),
-# ImageMagick (convert, display, import), espeak-ng, libxcb-icccm4 libxcb-keysyms1
+# ImageMagick (display, import), espeak-ng, libxcb-icccm4 libxcb-keysyms1
 # libxcb-cursor0, fonts-noto-cjk. Plays espeak-ng speech through the file source with
 # the default model and writes OUT_DIR/overlay_live.png and OUT_DIR/overlay_after_stop.png.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$(realpath -m "${1:-$ROOT/out}")"
-PY="${PYTHON:-/work/venv/bin/python}"
-[ -x "$PY" ] || PY=python3
+PY="${PYTHON:-$ROOT/.venv-test/bin/python}"   # the README's test environment
+[ -x "$PY" ] || PY="$(command -v python3)"
 WORK="$(mktemp -d)"
 DISPLAY_NUM="${SCREENSHOT_DISPLAY:-}"
 if [ -z "$DISPLAY_NUM" ]; then  # first free X display number from :90 on
@@ -35,10 +35,9 @@ for _ in $(seq 50); do xwininfo -root >/dev/null 2>&1 && break; sleep 0.1; done
 xcompmgr &
 pids+=($!)
 
-# another window to caption over: a "slide" filling the screen
-convert -size 1280x800 gradient:'#1f4e79-#f4b183' -fill white -pointsize 44 \
-  -annotate +80+160 'Quarterly report' -pointsize 28 -annotate +80+230 'Revenue, roadmap and the new release' \
-  "$WORK/slide.png"
+# another window to caption over: a "slide" filling the screen, drawn with Qt (ImageMagick's
+# text needs Ghostscript fonts that --no-install-recommends does not install)
+QT_QPA_PLATFORM=offscreen "$PY" "$ROOT/tests/make_slide.py" "$WORK/slide.png" 1280 800
 display -geometry 1280x800+0+0 -backdrop "$WORK/slide.png" &
 pids+=($!)
 sleep 1  # let the backdrop map before the app (no window manager: mapping order is stacking order)

@@ -71,13 +71,23 @@ def check_output_path(path: str | None) -> str | None:
 
     Catches a missing folder, a file where the folder should be, a folder given as the
     output, and a read-only folder, so a long file is not decoded only to fail at the end.
+    A symlink is checked at its real target; pipes and devices only for write permission.
     """
     if not path:
         return None
-    target = os.path.abspath(path)
+    from captioner.transcript.writers import resolve_output
+
+    if os.path.isdir(path):
+        return f"-o {path} is a folder; give a file name such as {os.path.join(path, 'transcript.srt')}"
+    real, in_place = resolve_output(path)
+    if in_place:  # a pipe, a device or /dev/stdout: written like a shell redirection
+        if os.path.exists(real) and not os.access(real, os.W_OK):
+            return f"cannot write {path}: permission denied"
+        return None
+    target = os.path.abspath(real)
     folder = os.path.dirname(target)
     if os.path.isdir(target):
-        return f"-o {path} is a folder; give a file name such as {os.path.join(path, 'transcript.srt')}"
+        return f"-o {path} points to the folder {target}; give a file name"
     if not os.path.exists(folder):
         return f"cannot write {path}: the folder {folder} does not exist"
     if not os.path.isdir(folder):

@@ -436,10 +436,44 @@ def mark_closed(path: str | os.PathLike, reason: str = "recovered") -> None:
     journal.close(reason)
 
 
+def describe_unfinished(path: str | os.PathLike) -> dict[str, Any]:
+    """A short description of a journal for a recovery prompt or ``captioner recover``.
+
+    Returns:
+        ``{"path", "created", "modified", "sources", "backend", "lines", "seconds", "preview"}``:
+        ISO times (``created`` from the header, "" if torn), the number of final text
+        records, the stream time of the last one (seconds) and the first ~60 characters.
+
+    Raises:
+        JournalError: the file cannot be read.
+    """
+    path = Path(path)
+    records = read_journal(path)
+    header = next((r for r in records if r["type"] == "header"), {})
+    texts = [r for r in records if r["type"] == "text" and isinstance(r.get("text"), str)]
+    preview = " ".join(r["text"] for r in texts[:8]).strip()
+    ends = [v for v in (_float(r.get("end")) for r in texts) if v is not None]
+    try:
+        modified = datetime.fromtimestamp(path.stat().st_mtime).astimezone().isoformat(timespec="seconds")
+    except OSError:
+        modified = ""
+    return {
+        "path": str(path),
+        "created": header.get("created", "") if isinstance(header.get("created", ""), str) else "",
+        "modified": modified,
+        "sources": [s for s in header.get("sources", []) if isinstance(s, str)],
+        "backend": header.get("backend", "") if isinstance(header.get("backend", ""), str) else "",
+        "lines": len(texts),
+        "seconds": max(ends, default=0.0),
+        "preview": preview if len(preview) <= 60 else preview[:59].rstrip() + "…",
+    }
+
+
 __all__ = [
     "JOURNAL_VERSION",
     "Journal",
     "JournalError",
+    "describe_unfinished",
     "events_from_records",
     "find_unfinished",
     "is_closed",

@@ -20,7 +20,7 @@ from PySide6.QtGui import QImage
 pytestmark = [pytest.mark.slow, pytest.mark.gui]
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = ("Xvfb", "xcompmgr", "import", "convert", "display", "espeak-ng", "xwininfo")
+TOOLS = ("Xvfb", "xcompmgr", "import", "display", "espeak-ng", "xwininfo")
 
 
 @pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS), reason=f"needs {', '.join(TOOLS)}")
