@@ -52,6 +52,19 @@ if not a["segments"]:
     sys.exit("check_bundle: empty transcript")
 print(f"check_bundle: frozen transcript == installed transcript ({len(a['segments'])} segments, metadata included)")
 PY
+# The frozen GUI starts on X11 (xcb plugin + bundled xcb libraries), shows its window and quits
+# cleanly on SIGINT (rc 0): catches a missing Qt plugin or library, which `transcribe` never loads.
+if command -v xvfb-run >/dev/null; then
+  gui_rc=0
+  CAPTIONER_DATA_DIR="$work/data-gui" XDG_CONFIG_HOME="$work/config-gui" QT_QPA_PLATFORM=xcb \
+    xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
+      "$1" >"$2" 2>&1 & app=$!
+      for _ in $(seq 60); do xwininfo -root -tree 2>/dev/null | grep -q "\"captioner\": (\"captioner\"" && break; sleep 0.5; done
+      xwininfo -root -tree | grep -q "\"captioner\": (\"captioner\"" || { echo "no captioner window" >>"$2"; kill -9 $app; exit 1; }
+      kill -INT $app; wait $app' _ "$frozen" "$work/gui.log" || gui_rc=$?
+  if [ "$gui_rc" = 0 ]; then echo "check_bundle: frozen GUI window shown on X11, quit cleanly"
+  else echo "check_bundle: frozen GUI failed (rc $gui_rc):" >&2; cat "$work/gui.log" >&2; fail=1; fi
+fi
 echo "bundle: $(du -sh "$repo/dist/captioner" | cut -f1), build $((t1 - t0)) s, check $(( $(date +%s) - t1 )) s"
 [ "$fail" = 0 ] && echo "check_bundle: OK" || echo "check_bundle: FAILED" >&2
 exit "$fail"
