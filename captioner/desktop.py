@@ -136,9 +136,10 @@ def run_install() -> int:
     except OSError as exc:
         print(f"captioner: could not install the menu entry: {exc}", file=sys.stderr)
         return 1
+    command = exec_value(launcher_command())
     print(f"captioner is now in your applications menu ({files[0]}).\n"
-          f"It starts: {exec_value(launcher_command())}\n"
-          "Remove it again with: captioner --uninstall-desktop")
+          f"It starts: {command}\n"
+          f"Remove it again with: {command} --uninstall-desktop")
     return 0
 
 
