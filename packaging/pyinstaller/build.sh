@@ -7,9 +7,11 @@
 # Makes (once) a virtual environment build/bundle-venv with captioner, its runtime dependencies and
 # a pinned PyInstaller -- never the frameworks of optional backends unless asked -- then runs the
 # spec. Output: dist/captioner/captioner (dist/captioner.app on macOS). Prints the build time.
+# CAPTIONER_BUNDLE_VENV / CAPTIONER_BUNDLE_DIST choose other venv / output folders.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="${CAPTIONER_BUNDLE_VENV:-$repo/build/bundle-venv}"
+dist="${CAPTIONER_BUNDLE_DIST:-$repo/dist}"
 PYINSTALLER_PIN="pyinstaller==6.22.3 pyinstaller-hooks-contrib==2026.9"
 case "$(uname -s)" in
   MINGW*|MSYS*|CYGWIN*) bin="$venv/Scripts"; py=python ;;  # Windows: python3 may be the Store stub
@@ -38,5 +40,5 @@ fi
 start=$(date +%s)
 cd "$repo"
 "$vpy" -m PyInstaller --noconfirm --clean --log-level WARN \
-  --distpath "$repo/dist" --workpath "$repo/build/pyinstaller" "$repo/packaging/pyinstaller/captioner.spec"
-echo "captioner bundle: $repo/dist/captioner ($(du -sh "$repo/dist/captioner" | cut -f1)) built in $(( $(date +%s) - start )) s"
+  --distpath "$dist" --workpath "$repo/build/pyinstaller" "$repo/packaging/pyinstaller/captioner.spec"
+echo "captioner bundle: $dist/captioner ($(du -sh "$dist/captioner" | cut -f1)) built in $(( $(date +%s) - start )) s"
