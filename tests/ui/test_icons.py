@@ -33,3 +33,19 @@ def test_app_window_overlay_and_tray_use_the_icons(qtbot, settings):
     gui.tray.set_state("running")
     assert gui.tray.icon.icon().pixmap(22).toImage() == tray_icon(True).pixmap(22).toImage()
     gui.shutdown()
+
+
+def test_tray_icon_reads_on_light_and_dark_panels(qapp):
+    """Both icons have opaque dark pixels (seen on light panels) and opaque light ones (dark panels)."""
+    for active in (False, True):
+        image = tray_icon(active).pixmap(22).toImage()
+        dark = light = 0
+        for y in range(image.height()):
+            for x in range(image.width()):
+                c = image.pixelColor(x, y)
+                if c.alpha() < 200:
+                    continue
+                luma = 0.299 * c.red() + 0.587 * c.green() + 0.114 * c.blue()
+                dark += luma < 60
+                light += luma > 180
+        assert dark >= 20 and light >= 20, (active, dark, light)
