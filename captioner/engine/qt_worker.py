@@ -176,10 +176,14 @@ def describe_error(exc: BaseException, during: str, kinds: Sequence[str] = ()) -
         return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
                 "default model.", "model_error")
     if during == "sources" or type(exc).__name__ == "SourceError":
+        detail = detail.rstrip(". ")  # the sentences below add their own full stop
         if "file" in kinds:
-            return (f"The audio file could not be read: {detail}. Choose a {FILE_FORMATS} file with Browse…, "
-                    "or convert it first, for example: ffmpeg -i input.m4a output.wav (or: sox input.aiff "
-                    "output.wav).", "file_error")
+            advice = "" if "convert" in detail.lower() else (
+                f" Choose a {FILE_FORMATS} file with Browse…, or convert it first with ffmpeg or sox.")
+            return f"The audio file could not be read: {detail}.{advice}", "file_error"
+        if "microphone" not in kinds:  # a monitor source is never busy, nor plugged in
+            return (f"System audio could not be recorded: {detail}. Then press Refresh devices and choose the "
+                    "source again in the System audio list.", "device_error")
         return (f"The audio device could not be used: {detail}. Check that it is connected and not used by "
                 "another program, press Refresh devices, and choose it again in the Microphone or System "
                 "audio list.", "device_error")

@@ -1,7 +1,11 @@
 """captioner.ui: the desktop app (PySide6). No torch/TensorFlow imports here.
 
 - ``app``: :func:`run_gui` (``captioner`` with no arguments) and ``CaptionerApp``.
-- ``main_window``: sources, model, Start/Stop, transcript, stats, Save.
+- ``main_window``: assembles the panels below, dispatches engine events, saves, recovers, quits.
+- ``source_panel``, ``model_panel``: what to caption (devices, meters) and with which model.
+- ``run_bar``, ``transcript_view``, ``save_panel``: Start/Stop + status, the transcript pane, Save as….
+- ``session_model``: what the window's transcript holds and what is not on disk yet.
+- ``unsaved_dialog``: the Save / Discard / Cancel question on quit.
 - ``overlay``: ``CaptionOverlay``, the always-on-top caption window.
 - ``caption_model``: Qt-free caption lines (finals, partial tails, turns).
 - ``recorder``: transcript + journal + autosave for the window (through captioner.transcript).

@@ -8,13 +8,15 @@ import sys
 import traceback
 from typing import Callable, Mapping
 
-from PySide6.QtCore import QCoreApplication, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QMargins, QSize, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
 from captioner.resources import APP_ID
-from captioner.ui.main_window import MainWindow
+from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
+from captioner.ui.placement import first_run_placement
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
 from captioner.ui.single_instance import SingleInstance
@@ -35,6 +37,9 @@ class CaptionerApp:
 
     def __init__(self, settings: Settings | None = None, controller: EngineController | None = None) -> None:
         self.settings = settings or Settings()
+        #: nothing remembered of where the windows go: place them clear of each other in show()
+        self.first_run = not self.settings.get(Keys.OVERLAY_LAST_SCREEN) and not self.settings.get(
+            Keys.MAIN_WINDOW_GEOMETRY)
         self.overlay = CaptionOverlay(self.settings)
         self.overlay.setWindowIcon(application_icon())
         self.overlay.restore_geometry()
@@ -43,16 +48,39 @@ class CaptionerApp:
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)
         self.window.quit_action.triggered.connect(self.window.request_quit)
+        self.window.attention.connect(self.tell_outside)
         self._shut = False
 
     def show(self) -> None:
         """Show the window (and the overlay if enabled), then say what needs saying."""
+        if self.first_run:
+            self.place_first_run()
         self.window.show()
         self.window.set_overlay_visible(self.settings.get(Keys.OVERLAY_VISIBLE))
         note = always_on_top_note()
         if note:
             self.window.messages.show_message(note, "info", "wayland")
         self.window.check_recovery()
+
+    def tell_outside(self, text: str) -> None:
+        """A problem to see while the main window is not in front: a tray message, else an overlay notice."""
+        if not self.tray.notify(text):
+            self.overlay.show_notice(text)
+
+    def place_first_run(self) -> None:
+        """The main window at the top of the screen, the overlay below it, clear of each other."""
+        screen = self.window.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        frame = self.window.frameGeometry()
+        geom = self.window.geometry()
+        margins = QMargins(geom.left() - frame.left(), geom.top() - frame.top(),
+                           frame.right() - geom.right(), frame.bottom() - geom.bottom())
+        client, overlay = first_run_placement(
+            screen.availableGeometry(), self.overlay.default_geometry(screen), QSize(*DEFAULT_WINDOW),
+            self.window.minimumSize(), margins)
+        self.window.setGeometry(client)
+        self.overlay.place(overlay)
 
     def bring_to_front(self) -> None:
         """Show the main window on top (another start of the app asked for it)."""

@@ -30,12 +30,12 @@ class LevelMeter(QWidget):
     level arrives through a queued signal and only :meth:`update` is scheduled.
     """
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, name: str = "Input level") -> None:
         super().__init__(parent)
         self.rms = 0.0
         self.peak = 0.0
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.setAccessibleName("Input level")
+        self.setAccessibleName(name)  # one per source: "Microphone input level", ...
         self._stale = QTimer(self)
         self._stale.setSingleShot(True)
         self._stale.setInterval(STALE_MS)
@@ -50,6 +50,7 @@ class LevelMeter(QWidget):
         self.rms = level_fraction(level.rms_dbfs)
         self.peak = level_fraction(level.peak_dbfs)
         self.setToolTip(f"{level.rms_dbfs:.0f} dBFS RMS, {level.peak_dbfs:.0f} dBFS peak")
+        self.setAccessibleDescription(self.toolTip())
         self._stale.start()
         self.update()
 

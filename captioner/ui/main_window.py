@@ -1,51 +1,49 @@
-"""MainWindow: sources, model, Start/Stop, the running transcript, stats, Save, messages.
+"""MainWindow: assembles the panels, dispatches engine events, saves, recovers and quits.
 
-The window is a view and a dispatcher: the engine runs on its QThread
-(:class:`~captioner.engine.qt_worker.EngineController`), files are written by
-:class:`~captioner.ui.recorder.TranscriptRecorder` (through ``captioner.transcript``),
-captions are drawn by the :class:`~captioner.ui.overlay.CaptionOverlay`. Every event
-arrives through one queued signal, in order, and goes to the recorder first (so no
-word is lost whatever a view does), then to the views.
+The window is a view and a dispatcher. Each part has its own file (Buzz style):
+
+- :class:`~captioner.ui.source_panel.SourcePanel`: what to caption, devices, level meters;
+- :class:`~captioner.ui.model_panel.ModelPanel`: which model, its location, clock/delay/language;
+- :class:`~captioner.ui.run_bar.RunBar`: Start/Stop, progress, status and stats;
+- :class:`~captioner.ui.transcript_view.TranscriptView`: the running transcript and live line;
+- :class:`~captioner.ui.save_panel.SavePanel`: continuous autosave folder and Save as…;
+- :class:`~captioner.ui.session_model.SessionModel`: what the transcript holds, what is unsaved, saving;
+- :class:`~captioner.ui.messages.MessageBar`: non-modal messages.
+
+The engine runs on its QThread (:class:`~captioner.engine.qt_worker.EngineController`),
+files are written by :class:`~captioner.ui.recorder.TranscriptRecorder` (through
+``captioner.transcript``), captions are drawn by the
+:class:`~captioner.ui.overlay.CaptionOverlay`. Every event arrives through one queued
+signal, in order, and goes to the recorder first (so no word is lost whatever a view
+does), then to the views.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QTextCursor
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QFileDialog,
-    QFormLayout,
-    QGridLayout,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QMainWindow,
-    QMessageBox,
-    QPlainTextEdit,
-    QProgressBar,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
-from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
 from captioner.engine.qt_emit import emit
-from captioner.engine.qt_worker import EngineConfig, EngineController, SourceSpec
+from captioner.engine.qt_worker import EngineConfig, EngineController
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.messages import MessageBar
+from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
+from captioner.ui.qt_helpers import format_time, standard_keys  # noqa: F401 - format_time for scripts
 from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
+from captioner.ui.run_bar import RunBar
+from captioner.ui.save_panel import SavePanel
+from captioner.ui.session_model import SessionModel
 from captioner.ui.settings import Keys, Settings
+from captioner.ui.source_panel import SourcePanel
+from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
+from captioner.ui.unsaved_dialog import ask_unsaved
 
 #: Backlog (s of audio waiting) above which the user is told the model is falling behind.
 BACKLOG_WARN_S = 4.0
@@ -54,33 +52,22 @@ BACKLOG_OK_S = 1.0
 #: Window size (px): the smallest it can be made, and the first-run default.
 MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
-#: Height (px) the transcript pane always keeps (about five lines).
-MIN_TRANSCRIPT_PX = 110
+#: What to do when captions fall behind, per backend of the run.
+BEHIND_ADVICE = {
+    "default": "The built-in model is already the fastest one: close other busy programs, or caption one "
+               "source instead of two.",
+    "audio8": "Choose a longer clock or delay, or the built-in model, or close other busy programs.",
+    "remote": "The server is too busy or too slow: choose a longer clock or delay, or the built-in model.",
+    "": "Choose the built-in model, or close other busy programs.",
+}
 #: Message codes that stay when a run starts (they are not about the previous run).
-PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save")
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts")
+#: Messages about the audio sources: they go when the user changes the sources.
+SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
+#: Messages about the model: they go when the user changes the model.
+MODEL_MESSAGES = ("model_missing", "backend_missing", "model_error", "backend_error", "backend_slow")
 
-_BACKENDS = [
-    ("default", "Built-in model (English, offline)"),
-    ("audio8", "Audio8 ASR Infinite checkpoint (folder)"),
-    ("tflite", "TensorFlowASR .tflite file"),
-    ("remote", "Remote Audio8 server (URL)"),
-]
-_MODES = [
-    ("microphone", "Microphone"),
-    ("system", "System audio (what you hear)"),
-    ("both", "Microphone and system audio"),
-    ("file", "Audio file, played as if live"),
-]
-#: Backends whose model takes the Audio8 clock/delay and knows Chinese.
-_CLOCKED = ("audio8", "remote")
-
-
-def format_time(seconds: float) -> str:
-    """Stream seconds as ``m:ss`` (``h:mm:ss`` past an hour)."""
-    s = int(max(0.0, seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+__all__ = ["MIN_TRANSCRIPT_PX", "MIN_WINDOW", "MainWindow"]
 
 
 class MainWindow(QMainWindow):
@@ -92,13 +79,21 @@ class MainWindow(QMainWindow):
         controller: the engine on its thread (a default one when ``None``).
         recorder: transcript/journal/autosave (a default one when ``None``).
 
+    Attributes:
+        sources, model_panel, run_bar, transcript_view, save_panel, messages: the panels.
+        session: the :class:`SessionModel` (what is unsaved; saving).
+
     Signals:
         transcript_line(str): each line appended to the transcript pane.
         closed(): the window was closed (the app quits).
+        attention(str): a problem the user must see although this window is not in front
+            (a Start from the tray or a shortcut that failed): the app shows it in the tray or
+            on the overlay.
     """
 
     transcript_line = Signal(str)
     closed = Signal()
+    attention = Signal(str)
 
     def __init__(
         self,
@@ -112,16 +107,12 @@ class MainWindow(QMainWindow):
         self.overlay = overlay
         self.controller = controller or EngineController(parent=self)
         self.recorder = recorder or TranscriptRecorder(parent=self)
+        self.session = SessionModel(self.recorder, parent=self)
         self.setWindowTitle("captioner")
         self.engine_state = "idle"
-        self._open_text: dict[str, str] = {}
-        self._partials: dict[str, str] = {}
         self._stats: dict[str, Stats] = {}
+        self._run_backend = ""  # the backend of the run in progress (for advice that fits it)
         self._meters: dict[str, LevelMeter] = {}
-        #: (source, start, text) of each segment shown -> its block in the transcript pane.
-        self._segment_blocks: dict[tuple, int] = {}
-        self._separator_pending = False
-        self._unsaved = False  # transcript text not yet written by Save as… (or autosave)
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
         self._user_quit = False  # the close in progress was asked for by the user (may ask questions)
@@ -129,134 +120,41 @@ class MainWindow(QMainWindow):
         self._load_settings()
         self._wire()
         self._update_controls()
+        self._update_save_enabled()
 
     # -- layout ------------------------------------------------------------------------------
     def _build(self) -> None:
         central = QWidget()
         root = QVBoxLayout(central)
+        # messages sit above the transcript, below the form: they take room from the transcript
+        # pane, never move the buttons and lists the user is about to click
         self.messages = MessageBar()
-        root.addWidget(self.messages)
-
-        # sources
-        src_box = QGroupBox("Audio")
-        grid = QGridLayout(src_box)
-        self.mode_combo = QComboBox()
-        for key, text in _MODES:
-            self.mode_combo.addItem(text, key)
-        grid.addWidget(QLabel("Caption:"), 0, 0)
-        grid.addWidget(self.mode_combo, 0, 1, 1, 3)
-        self.mic_combo = QComboBox()
-        self.mic_meter = LevelMeter()
-        grid.addWidget(QLabel("Microphone:"), 1, 0)
-        grid.addWidget(self.mic_combo, 1, 1)
-        grid.addWidget(self.mic_meter, 1, 2)
-        self.system_combo = QComboBox()
-        self.system_meter = LevelMeter()
-        grid.addWidget(QLabel("System audio:"), 2, 0)
-        grid.addWidget(self.system_combo, 2, 1)
-        grid.addWidget(self.system_meter, 2, 2)
-        self.refresh_button = QPushButton("Refresh devices")
-        grid.addWidget(self.refresh_button, 1, 3)
-        self.file_edit = QLineEdit()
-        self.file_edit.setPlaceholderText("WAV, FLAC or OGG file")
-        self.file_button = QPushButton("Browse…")
-        self.file_meter = LevelMeter()
-        grid.addWidget(QLabel("File:"), 3, 0)
-        grid.addWidget(self.file_edit, 3, 1)
-        grid.addWidget(self.file_meter, 3, 2)
-        grid.addWidget(self.file_button, 3, 3)
-        grid.setColumnStretch(1, 3)
-        grid.setColumnStretch(2, 1)
-
-        # model
-        model_box = QGroupBox("Model")
-        form = QFormLayout(model_box)
-        self.backend_combo = QComboBox()
-        for key, text in _BACKENDS:
-            self.backend_combo.addItem(text, key)
-        form.addRow("Model:", self.backend_combo)
-        row = QHBoxLayout()
-        self.model_edit = QLineEdit()
-        self.model_button = QPushButton("Browse…")
-        row.addWidget(self.model_edit, 1)
-        row.addWidget(self.model_button)
-        self.model_row_label = QLabel("Location:")
-        form.addRow(self.model_row_label, row)
-        timing = QHBoxLayout()
-        self.clock_combo = QComboBox()
-        for clock in sorted(AUDIO8_OPERATING_POINTS):
-            self.clock_combo.addItem(f"{clock} ms", clock)
-        self.delay_combo = QComboBox()
-        self.delay_combo.setToolTip("Transcription delay: a multiple of the clock; ★ marks the post-trained points")
-        self.language_combo = QComboBox()
-        self.language_combo.addItem("English", "en")
-        self.language_combo.addItem("Chinese", "zh")
-        self.clock_label = QLabel("Clock:")
-        self.delay_label = QLabel("Delay:")
-        timing.addWidget(self.clock_label)
-        timing.addWidget(self.clock_combo)
-        timing.addWidget(self.delay_label)
-        timing.addWidget(self.delay_combo)
-        timing.addWidget(QLabel("Language:"))
-        timing.addWidget(self.language_combo)
-        timing.addStretch(1)
-        form.addRow(timing)
-
-        # run controls
-        run = QHBoxLayout()
-        self.start_button = QPushButton("Start")
-        self.start_button.setDefault(True)
-        self.start_button.setMinimumWidth(110)
-        self.progress = QProgressBar()
-        self.progress.setRange(0, 0)
-        self.progress.setMaximumWidth(160)
-        self.progress.setVisible(False)
-        self.status_label = QLabel("Ready")
-        self.stats_label = QLabel("")
-        self.stats_label.setObjectName("stats")
-        run.addWidget(self.start_button)
-        run.addWidget(self.progress)
-        run.addWidget(self.status_label, 1)
-        run.addWidget(self.stats_label)
-
-        # transcript
-        self.transcript_view = QPlainTextEdit()
-        self.transcript_view.setReadOnly(True)
-        self.transcript_view.setPlaceholderText("The transcript appears here, with times and sources.")
-        self.live_label = QLabel("")
-        self.live_label.setWordWrap(True)
-        self.live_label.setTextFormat(Qt.TextFormat.RichText)
-        self.live_label.setObjectName("live")
-        pane = QWidget()
-        pl = QVBoxLayout(pane)
-        pl.setContentsMargins(0, 0, 0, 0)
-        pl.addWidget(self.transcript_view, 1)
-        pl.addWidget(self.live_label)
-
-        auto = QHBoxLayout()
-        self.autosave_check = QCheckBox("Write the transcript continuously to:")
-        self.autosave_edit = QLineEdit()
-        self.autosave_edit.setPlaceholderText("choose a folder")
-        self.autosave_button = QPushButton("Folder…")
-        self.save_button = QPushButton("Save as…")
-        auto.addWidget(self.autosave_check)
-        auto.addWidget(self.autosave_edit, 1)
-        auto.addWidget(self.autosave_button)
-        auto.addSpacing(12)
-        auto.addWidget(self.save_button)
+        self.sources = SourcePanel(self.settings)
+        self.model_panel = ModelPanel(self.settings)
+        self.run_bar = RunBar()
+        self.start_button = self.run_bar.start_button
+        self.transcript_view = TranscriptView()
+        self.save_panel = SavePanel(self.settings)
 
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(0, 0, 0, 0)
-        tl.addWidget(src_box)
-        tl.addWidget(model_box)
+        tl.addWidget(self.sources)
+        tl.addWidget(self.model_panel)
+        bottom = QWidget()
+        bl = QVBoxLayout(bottom)
+        bl.setContentsMargins(0, 0, 0, 0)
+        bl.addWidget(self.messages)
+        bl.addWidget(self.transcript_view, 1)
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(top)
-        split.addWidget(pane)
+        split.addWidget(bottom)
         split.setStretchFactor(1, 1)
-        root.addLayout(run)
+        split.setChildrenCollapsible(False)
+        self.splitter = split
+        root.addWidget(self.run_bar)
         root.addWidget(split, 1)
-        root.addLayout(auto)
+        root.addWidget(self.save_panel)
         self.setCentralWidget(central)
 
         # actions and menus
@@ -264,10 +162,10 @@ class MainWindow(QMainWindow):
         self.overlay_action = QAction("Show captions overlay", self, checkable=True)
         self.click_through_action = QAction("Overlay click-through", self, checkable=True)
         self.save_action = QAction("Save transcript as…", self)
-        self.save_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.save_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Save, "Ctrl+S"))
         self.settings_action = QAction("Settings…", self)
         self.quit_action = QAction("Quit", self)
-        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Quit, "Ctrl+Q"))
         for a in (self.start_action, self.overlay_action, self.click_through_action):
             a.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
             self.addAction(a)
@@ -282,7 +180,6 @@ class MainWindow(QMainWindow):
         view.addAction(self.click_through_action)
         # resizable: a sensible minimum, a default size that fits the screen; the transcript
         # pane keeps a minimum height so messages never squeeze it away
-        self.transcript_view.setMinimumHeight(MIN_TRANSCRIPT_PX)
         self.setMinimumSize(*MIN_WINDOW)
         self.resize(*DEFAULT_WINDOW)
 
@@ -291,41 +188,31 @@ class MainWindow(QMainWindow):
         w.event.connect(self._on_event)
         w.state_changed.connect(self._on_state)
         w.progress.connect(self._on_progress)
-        w.backend_ready.connect(lambda text: self.status_label.setText(f"Model: {text}"))
+        w.backend_ready.connect(lambda text: self.run_bar.set_status(f"Model: {text}"))
         w.error.connect(self._on_error)
         w.stopped.connect(self._on_stopped)
         w.started.connect(self._on_started)
         self.recorder.segment_closed.connect(self._on_segment)
+        self.session.changed.connect(self._update_save_enabled)
         self.recorder.notice.connect(self._show_notice)
+        self.transcript_view.line_added.connect(lambda line: emit(self.transcript_line, line))
         self.start_button.clicked.connect(self.toggle_running)
         self.start_action.triggered.connect(self.toggle_running)
         self.overlay_action.toggled.connect(self.set_overlay_visible)
         self.click_through_action.toggled.connect(self.overlay.set_click_through)
         self.overlay.click_through_changed.connect(self.click_through_action.setChecked)
         self.save_action.triggered.connect(self.save_dialog)
-        self.save_button.clicked.connect(self.save_dialog)
-        self.backend_combo.currentIndexChanged.connect(self._on_backend_changed)
-        self.clock_combo.currentIndexChanged.connect(self._fill_delays)
-        self.mode_combo.currentIndexChanged.connect(self._update_controls)
-        self.file_button.clicked.connect(self._browse_file)
-        self.model_button.clicked.connect(self._browse_model)
-        self.autosave_button.clicked.connect(self._browse_autosave)
-        self.refresh_button.clicked.connect(self.refresh_devices)
+        self.save_panel.save_button.clicked.connect(self.save_dialog)
+        self.sources.changed.connect(lambda: self._on_form_changed(SOURCE_MESSAGES))
+        self.model_panel.changed.connect(lambda: self._on_form_changed(MODEL_MESSAGES))
+        self.save_panel.changed.connect(lambda: self._on_form_changed(()))
 
     # -- settings ----------------------------------------------------------------------------
     def _load_settings(self) -> None:
         s = self.settings
-        _select(self.mode_combo, s.get(Keys.SOURCE_MODE))
-        _select(self.backend_combo, s.get(Keys.BACKEND))
-        self._on_backend_changed()
-        _select(self.clock_combo, s.get(Keys.CLOCK_MS))
-        self._fill_delays()
-        _select(self.delay_combo, s.get(Keys.DELAY_MS))
-        _select(self.language_combo, s.get(Keys.LANGUAGE))
-        self.file_edit.setText(s.get(Keys.FILE))
-        self.autosave_check.setChecked(s.get(Keys.AUTOSAVE_ENABLED))
-        self.autosave_edit.setText(s.get(Keys.AUTOSAVE_DIR))
-        self.refresh_devices()
+        self.model_panel.load_settings()
+        self.sources.load_settings()
+        self.save_panel.load_settings()
         self.overlay_action.setChecked(s.get(Keys.OVERLAY_VISIBLE))
         self.click_through_action.setChecked(self.overlay.click_through)
         self.apply_shortcuts()
@@ -337,130 +224,66 @@ class MainWindow(QMainWindow):
                 pass
 
     def apply_shortcuts(self) -> None:
-        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog)."""
+        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog).
+
+        A key already taken (by Save, Quit or an earlier action -- an old or hand-edited
+        settings file) is not bound a second time: Qt would call it ambiguous and run neither.
+        """
         s = self.settings
-        self.start_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_START_STOP)))
-        self.overlay_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY)))
-        self.click_through_action.setShortcut(QKeySequence(s.get(Keys.SHORTCUT_CLICK_THROUGH)))
+        taken = {seq.toString() for a in (self.save_action, self.quit_action) for seq in a.shortcuts()}
+        clashes = []
+        for action, key in ((self.start_action, Keys.SHORTCUT_START_STOP),
+                            (self.overlay_action, Keys.SHORTCUT_TOGGLE_OVERLAY),
+                            (self.click_through_action, Keys.SHORTCUT_CLICK_THROUGH)):
+            seq = QKeySequence(s.get(key))
+            text = seq.toString()
+            if text and text in taken:
+                clashes.append(f"{text} ({action.text()})")
+                seq = QKeySequence()
+            taken.add(text)
+            action.setShortcut(seq)
+        self.messages.clear("shortcuts")
+        if clashes:
+            self.messages.show_message(
+                f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
+                "Choose other keys in File > Settings….", "warning", "shortcuts")
 
     def save_settings(self) -> None:
         """Store the current choices."""
         s = self.settings
-        s.set(Keys.SOURCE_MODE, self.mode_combo.currentData())
-        s.set(Keys.BACKEND, self.backend_combo.currentData())
-        backend = self.backend_combo.currentData()
-        path_key = {"audio8": Keys.AUDIO8_DIR, "tflite": Keys.TFLITE_FILE, "remote": Keys.REMOTE_URL}.get(backend)
-        if path_key is not None:
-            s.set(path_key, self.model_edit.text().strip())
-        s.set(Keys.CLOCK_MS, int(self.clock_combo.currentData()))
-        if self.delay_combo.currentData() is not None:
-            s.set(Keys.DELAY_MS, int(self.delay_combo.currentData()))
-        s.set(Keys.LANGUAGE, self.language_combo.currentData())
-        s.set(Keys.FILE, self.file_edit.text().strip())
-        s.set(Keys.MICROPHONE, self.mic_combo.currentData() or "")
-        s.set(Keys.SYSTEM_AUDIO, self.system_combo.currentData() or "")
-        s.set(Keys.AUTOSAVE_ENABLED, self.autosave_check.isChecked())
-        s.set(Keys.AUTOSAVE_DIR, self.autosave_edit.text().strip())
+        self.sources.save_settings()
+        self.model_panel.save_settings()
+        self.save_panel.save_settings()
         s.set(Keys.OVERLAY_VISIBLE, self.overlay_action.isChecked())
         s.set(Keys.MAIN_WINDOW_GEOMETRY, bytes(self.saveGeometry()).hex())
         s.sync()
 
-    def _on_backend_changed(self) -> None:
-        backend = self.backend_combo.currentData()
-        path_key = {"audio8": Keys.AUDIO8_DIR, "tflite": Keys.TFLITE_FILE, "remote": Keys.REMOTE_URL}.get(backend)
-        self.model_edit.setText(self.settings.get(path_key) if path_key else "")
-        self.model_edit.setPlaceholderText(
-            {"audio8": "checkpoint folder", "tflite": "model.tflite", "remote": "ws://host:18191/v1/realtime"}.get(
-                backend, ""
-            )
-        )
-        self._update_controls()
-
-    def _fill_delays(self) -> None:
-        clock = int(self.clock_combo.currentData() or 80)
-        keep = self.delay_combo.currentData() or self.settings.get(Keys.DELAY_MS)
-        trained = post_trained_delays(clock)
-        self.delay_combo.blockSignals(True)
-        self.delay_combo.clear()
-        for d in allowed_delays(clock):
-            self.delay_combo.addItem(f"{d} ms ★" if d in trained else f"{d} ms", d)
-        self.delay_combo.blockSignals(False)
-        if not _select(self.delay_combo, keep) and trained:
-            _select(self.delay_combo, trained[len(trained) // 2])
-
     def _update_controls(self) -> None:
-        backend = self.backend_combo.currentData()
-        mode = self.mode_combo.currentData()
         busy = self.engine_state != "idle"
-        clocked = backend in _CLOCKED
-        for wdg in (self.clock_combo, self.delay_combo):
-            wdg.setEnabled(clocked and not busy)
-        # the built-in and TFLite models have no Audio8 clock/delay to choose: hide the pickers
-        for wdg in (self.clock_label, self.clock_combo, self.delay_label, self.delay_combo):
-            wdg.setVisible(clocked)
-        self.language_combo.setEnabled(clocked and not busy)
-        if not clocked:
-            _select(self.language_combo, "en")
-        has_location = backend != "default"
-        self.model_edit.setVisible(has_location)
-        self.model_row_label.setVisible(has_location)
-        self.model_button.setVisible(backend in ("audio8", "tflite"))
-        for wdg in (self.backend_combo, self.model_edit, self.model_button, self.mode_combo):
-            wdg.setEnabled(not busy)
-        self.mic_combo.setEnabled(mode in ("microphone", "both") and not busy)
-        self.system_combo.setEnabled(mode in ("system", "both") and not busy)
-        self.file_edit.setEnabled(mode == "file" and not busy)
-        self.file_button.setEnabled(mode == "file" and not busy)
-        self.start_button.setText({"idle": "Start", "loading": "Cancel", "stopping": "Stopping…"}.get(
-            self.engine_state, "Stop"))
-        self.start_button.setEnabled(self.engine_state != "stopping")
+        self.sources.set_busy(busy)
+        self.model_panel.set_busy(busy)
+        self.run_bar.set_state(self.engine_state)
 
-    # -- devices -----------------------------------------------------------------------------
+    def _on_form_changed(self, codes: tuple[str, ...]) -> None:
+        """A choice changed: messages about what it was are stale; a usage warning goes once fixed."""
+        if self.engine_state != "idle":
+            return
+        self.messages.clear_where(lambda row: row.code in codes)
+        if any(code == "config" for _, _, code in self.messages.messages()):
+            problem = self._check_config(self.build_config())
+            if not problem:
+                self.messages.clear("config")
+            elif problem not in (text for text, _, code in self.messages.messages() if code == "config"):
+                self.messages.show_message(problem, "warning", "config")
+
     def refresh_devices(self) -> None:
-        """Fill the microphone and system-audio pickers from ``captioner.audio.devices``."""
-        mics, systems, help_text = [], [], ""
-        try:
-            from captioner.audio import devices
-
-            mics = [(d.label(), d.name) for d in devices.list_microphones()]
-            systems = [(d.label(), d.name) for d in devices.list_system_sources()]
-            if not systems:
-                help_text = devices.system_audio_help()
-        except Exception as exc:  # noqa: BLE001 - device listing must never stop the window
-            help_text = f"Audio devices could not be listed ({exc})."
-        for combo, items, key in ((self.mic_combo, mics, Keys.MICROPHONE), (self.system_combo, systems,
-                                                                             Keys.SYSTEM_AUDIO)):
-            combo.clear()
-            combo.addItem("Default device", "")
-            for label, name in items:
-                combo.addItem(label, name)
-            _select(combo, self.settings.get(key))
-        self.system_combo.setToolTip(help_text)
+        """Re-list the audio devices."""
+        self.sources.refresh_devices()
 
     # -- run control -------------------------------------------------------------------------
     def build_config(self) -> EngineConfig:
         """The engine configuration for the current choices (sources labelled from settings)."""
-        s = self.settings
-        mode = self.mode_combo.currentData()
-        specs = []
-        if mode in ("microphone", "both"):
-            specs.append(SourceSpec("microphone", s.get(Keys.MIC_LABEL) or "You", self.mic_combo.currentData() or None))
-        if mode in ("system", "both"):
-            specs.append(SourceSpec("system", s.get(Keys.SYSTEM_LABEL) or "Meeting",
-                                    self.system_combo.currentData() or None))
-        if mode == "file":
-            path = self.file_edit.text().strip()
-            specs.append(SourceSpec("file", Path(path).name or "File", path=path or None))
-        backend = self.backend_combo.currentData()
-        model = self.model_edit.text().strip() or None if backend != "default" else None
-        return EngineConfig(
-            backend=backend,
-            model=model,
-            clock_ms=int(self.clock_combo.currentData()),
-            delay_ms=int(self.delay_combo.currentData() or 480),
-            language=self.language_combo.currentData(),
-            sources=tuple(specs),
-        )
+        return EngineConfig(sources=tuple(self.sources.specs()), **self.model_panel.config_fields())
 
     def toggle_running(self) -> None:
         """Start when idle, otherwise stop (or cancel a model load)."""
@@ -475,23 +298,16 @@ class MainWindow(QMainWindow):
         problem = self._check_config(config)
         if problem:
             self.messages.show_message(problem, "warning", "config")
+            self._tell_outside(problem)
             return
         self.messages.clear("config")
         self.save_settings()
-        autosave = self.autosave_edit.text().strip() if self.autosave_check.isChecked() else None
-        self.recorder.begin(config.backend, [s.label for s in config.sources], autosave)
+        self.session.begin_run(config.backend, [s.label for s in config.sources], self.save_panel.autosave_dir())
         self.overlay.clear()
-        # "— new session —" goes in before this run's first line, so a Start that fails
-        # (or a run that heard nothing) leaves no empty separator behind
-        self._separator_pending = self.transcript_view.document().characterCount() > 1
-        self._segment_blocks.clear()
-        self._open_text.clear()
-        self._partials.clear()
+        self.transcript_view.begin_run()
         self._stats.clear()
-        self._meters = {}
-        for spec in config.sources:
-            self._meters[spec.label] = {"microphone": self.mic_meter, "system": self.system_meter}.get(
-                spec.kind, self.file_meter)
+        self._run_backend = config.backend
+        self._meters = {spec.label: self.sources.meter_for(spec.kind) for spec in config.sources}
         self.engine_state = "loading"
         self._update_controls()
         self.controller.start(config)
@@ -500,23 +316,12 @@ class MainWindow(QMainWindow):
         """Stop the engine; queued audio is decoded and the model flushed first."""
         if self.engine_state == "idle":
             return
-        self.status_label.setText("Stopping: finishing the last words…")
+        self.run_bar.set_status("Stopping: finishing the last words…")
         self.controller.stop(True)
 
     def _check_config(self, config: EngineConfig) -> str:
-        if not config.sources:
-            return "Choose what to caption: a microphone, system audio or a file."
-        for spec in config.sources:
-            if spec.kind == "file" and (not spec.path or not os.path.isfile(spec.path)):
-                return "The audio file was not found. Choose a WAV, FLAC or OGG file with Browse…"
-        if config.backend in ("audio8", "tflite") and not config.model:
-            what = "checkpoint folder" if config.backend == "audio8" else ".tflite file"
-            return f"Choose the {what} for this model with Browse…, or use the built-in model."
-        if config.backend == "remote" and not (config.model or "").startswith(("ws://", "wss://")):
-            return "Enter the server address, e.g. ws://127.0.0.1:18191/v1/realtime."
-        if self.autosave_check.isChecked() and not self.autosave_edit.text().strip():
-            return "Choose a folder for the continuously written transcript, or untick that option."
-        return ""
+        return (self.sources.problem(list(config.sources)) or self.model_panel.problem(config.backend, config.model)
+                or self.save_panel.problem())
 
     # -- engine signals ----------------------------------------------------------------------
     def _on_state(self, state: str) -> None:
@@ -525,16 +330,14 @@ class MainWindow(QMainWindow):
             # pressed between the two would otherwise have its new transcript ended by them
             return
         self.engine_state = state
-        self.progress.setVisible(state == "loading" or self._quitting)
+        self.run_bar.set_busy(state == "loading" or self._quitting)
         if state == "running":
-            self.status_label.setText("Captioning")
+            self.run_bar.set_status("Captioning")
         self._update_controls()
 
     def _on_progress(self, message: str, percent: int) -> None:
-        self.status_label.setText(message)
-        self.progress.setVisible(0 <= percent < 100 or percent < 0)
-        if percent >= 100:
-            self.progress.setVisible(False)
+        self.run_bar.set_status(message)
+        self.run_bar.set_busy(percent < 100)
 
     def _on_started(self) -> None:
         # a successful start settles the previous run's errors and warnings
@@ -544,18 +347,16 @@ class MainWindow(QMainWindow):
         self._update_controls()
 
     def _on_stopped(self) -> None:
-        self.recorder.end()
+        self.session.end_run()
         self.overlay.model.close_all()
         self.overlay.update()
-        self._partials.clear()
-        self._open_text.clear()
-        self._render_live()
+        self.transcript_view.end_run()
         self.engine_state = "idle"
-        self.progress.setVisible(False)
-        if self.status_label.text() != "Stopped after an error":
-            self.status_label.setText("Stopped")
-        for meter in (self.mic_meter, self.system_meter, self.file_meter):
-            meter.reset()
+        self.run_bar.set_busy(False)
+        if self.run_bar.status_label.text() != "Stopped after an error":
+            self.run_bar.set_status("Stopped")
+        self.sources.reset_meters()
+        self.run_bar.clear_stats()
         self.messages.clear("backlog")
         self._update_controls()
         if self._quitting:
@@ -563,21 +364,21 @@ class MainWindow(QMainWindow):
 
     def _on_error(self, message: str, code: str) -> None:
         self.messages.show_message(message, "error", code)
-        self.status_label.setText("Stopped after an error")
+        self.run_bar.set_status("Stopped after an error")
+        self._tell_outside(message)
+
+    def _tell_outside(self, text: str) -> None:
+        """The message bar is seen only with the window in front: otherwise ask for a tray/overlay notice."""
+        if not (self.isVisible() and self.isActiveWindow()):
+            emit(self.attention, text)
 
     def _on_event(self, ev: Event) -> None:
         self.recorder.add(ev)  # first: the transcript keeps every word whatever happens below
-        if isinstance(ev, TextDelta):
+        if isinstance(ev, (TextDelta, TurnBoundary)):
             self.overlay.apply_event(ev)
-            if ev.final:
-                self._open_text[ev.source] = self._open_text.get(ev.source, "") + ev.text
-                self._partials.pop(ev.source, None)
-            else:
-                self._partials[ev.source] = ev.text
-            self._render_live()
-        elif isinstance(ev, TurnBoundary):
-            self.overlay.apply_event(ev)
-            self._render_live()
+            self.transcript_view.apply_event(ev)
+            if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
+                self.session.text_arrived()
         elif isinstance(ev, Level):
             meter = self._meters.get(ev.source)
             if meter is not None:
@@ -588,55 +389,12 @@ class MainWindow(QMainWindow):
             self._show_notice(ev)
 
     def _on_segment(self, seg) -> None:
-        """Show a closed segment once; a segment announced again (e.g. re-closed as the end of a
-        turn after a sentence/length split) updates its line instead of adding a copy."""
-        text = seg.text.strip()
-        key = (seg.source, seg.start, seg.text)
-        line = f"[{format_time(seg.start)}] {seg.source + ': ' if seg.source else ''}{text}"
-        block = self._segment_blocks.get(key)
-        if block is not None:
-            self._replace_line(block, line)
-            return
-        rest = self._open_text.get(seg.source, "")
-        self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""
-        if text:
-            if self._separator_pending:
-                self._separator_pending = False
-                self._append_line("— new session —")
-            self._segment_blocks[key] = self._append_line(line)
-            if self.recorder.autosave_path is None:  # an autosaved run is written as it goes
-                self._unsaved = True
-        self._render_live()
-
-    def _append_line(self, line: str) -> int:
-        """Append one line to the pane; returns its block number."""
-        self.transcript_view.appendPlainText(line)
-        emit(self.transcript_line, line)
-        return self.transcript_view.document().blockCount() - 1
-
-    def _replace_line(self, block_number: int, line: str) -> None:
-        block = self.transcript_view.document().findBlockByNumber(block_number)
-        if not block.isValid() or block.text() == line:
-            return
-        cursor = QTextCursor(block)
-        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
-        cursor.insertText(line)
-
-    def _render_live(self) -> None:
-        parts = []
-        for source in dict.fromkeys(list(self._open_text) + list(self._partials)):
-            final = self._open_text.get(source, "").strip()
-            partial = self._partials.get(source, "").strip()
-            if not final and not partial:
-                continue
-            label = f"<b>{html.escape(source)}:</b> " if source else ""
-            tail = f" <i style='color:gray'>{html.escape(partial)}</i>" if partial else ""
-            parts.append(f"{label}{html.escape(final)}{tail}")
-        self.live_label.setText("<br>".join(parts))
+        if self.transcript_view.show_segment(seg):
+            self.session.text_arrived()
 
     def live_text(self) -> str:
-        """The not-yet-closed text shown under the transcript, as plain text."""
-        return self.live_label.text()
+        """The not-yet-closed text shown under the transcript (rich text)."""
+        return self.transcript_view.live_text()
 
     def _on_stats(self, st: Stats) -> None:
         self._stats[st.source] = st
@@ -644,18 +402,12 @@ class MainWindow(QMainWindow):
         backlog = max((s.backlog_s for s in self._stats.values()), default=0.0)
         overflows = sum(s.overflows for s in self._stats.values())
         dropped = sum(s.dropped_s for s in self._stats.values())
-        text = f"RTF {rtf:.2f} · backlog {backlog:.1f} s · overflows {overflows}"
-        if dropped > 0:
-            text += f" · dropped {dropped:.1f} s"
-        self.stats_label.setText(text)
+        self.run_bar.set_stats(rtf, backlog, overflows, dropped)
         if backlog > BACKLOG_WARN_S and math.isfinite(backlog):
             if not any(code == "backlog" for _, _, code in self.messages.messages()):
                 self.messages.show_message(
-                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. Choose a "
-                    "faster model (the built-in one, or a longer clock/delay), or close other busy programs.",
-                    "warning",
-                    "backlog",
-                )
+                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. "
+                    + BEHIND_ADVICE.get(self._run_backend, BEHIND_ADVICE[""]), "warning", "backlog")
         elif backlog < BACKLOG_OK_S:
             self.messages.clear("backlog")
 
@@ -676,14 +428,26 @@ class MainWindow(QMainWindow):
         self.settings.set(Keys.OVERLAY_VISIBLE, bool(on))
 
     # -- files ---------------------------------------------------------------------------------
+    def _update_save_enabled(self) -> None:
+        has_text = self.session.has_text()
+        self.save_panel.save_button.setEnabled(has_text)
+        self.save_action.setEnabled(has_text)
+
+    def _say_nothing_to_save(self) -> None:
+        self.messages.show_message("Nothing to save yet: the transcript is empty. Press Start to caption "
+                                   "something first.", "info", "save")
+
     def save_transcript(self, path: str) -> Path | None:
-        """Save the current transcript to ``path`` (format from the suffix); errors become messages."""
+        """Save every run the pane shows to ``path`` (format from the suffix); errors become messages."""
+        if not self.session.has_text():
+            self._say_nothing_to_save()
+            return None
         try:
-            written = self.recorder.save(path)
+            written = self.session.save(path)
         except Exception as exc:  # noqa: BLE001 - TranscriptWriteError, ValueError: shown, never raised
             self.messages.show_message(f"The transcript was not saved: {exc}", "error", "save")
             return None
-        self._unsaved = False
+        self.messages.clear("recovered")  # "Use Save as… to keep it": done
         self.messages.show_message(f"Transcript saved to {written}.", "info", "save")
         self.settings.set(Keys.LAST_SAVE_DIR, str(Path(written).parent))
         return Path(written)
@@ -694,6 +458,9 @@ class MainWindow(QMainWindow):
         Returns:
             The file written, or ``None`` when the user cancelled or writing failed.
         """
+        if not self.session.has_text():
+            self._say_nothing_to_save()
+            return None
         filters = {"txt": "Plain text (*.txt)", "srt": "SubRip subtitles (*.srt)", "vtt": "WebVTT subtitles (*.vtt)",
                    "json": "JSON with times (*.json)"}
         start = self.settings.get(Keys.LAST_SAVE_DIR) or str(Path.home())
@@ -706,26 +473,6 @@ class MainWindow(QMainWindow):
             path += SAVE_FORMATS[fmt]
         return self.save_transcript(path)
 
-    def _browse_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Audio file", self.file_edit.text(),
-                                              "Audio (*.wav *.flac *.ogg *.mp3 *.opus);;All files (*)")
-        if path:
-            self.file_edit.setText(path)
-
-    def _browse_model(self) -> None:
-        if self.backend_combo.currentData() == "audio8":
-            path = QFileDialog.getExistingDirectory(self, "Audio8 checkpoint folder", self.model_edit.text())
-        else:
-            path, _ = QFileDialog.getOpenFileName(self, "TFLite model", self.model_edit.text(), "TFLite (*.tflite)")
-        if path:
-            self.model_edit.setText(path)
-
-    def _browse_autosave(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Folder for the transcript", self.autosave_edit.text())
-        if path:
-            self.autosave_edit.setText(path)
-            self.autosave_check.setChecked(True)
-
     # -- crash recovery ------------------------------------------------------------------------
     def check_recovery(self) -> bool:
         """Offer to recover the newest journal a crash left behind. Returns True if one was offered."""
@@ -733,6 +480,8 @@ class MainWindow(QMainWindow):
             found = self.recorder.unfinished()
         except Exception:  # noqa: BLE001 - recovery is a convenience, never a blocker
             return False
+        loaded = set(self.session.recovered_journals())
+        found = [p for p in found if p not in loaded]
         if not found:
             return False
         path = found[0]
@@ -748,44 +497,28 @@ class MainWindow(QMainWindow):
     def recover(self, path) -> None:
         """Load a crashed session's transcript into the window (then Save as… works on it)."""
         try:
-            transcript = self.recorder.recover(path)
+            transcript = self.session.recover(path)
         except Exception as exc:  # noqa: BLE001
             self.messages.show_message(f"The journal could not be read: {exc}", "error", "recovery")
             return
-        self._append_line("— recovered session —")
-        self._unsaved = True
-        for seg in transcript.segments:
-            if seg.text.strip():
-                label = f"{seg.source}: " if seg.source else ""
-                self._append_line(f"[{format_time(seg.start)}] {label}{seg.text.strip()}")
+        self.transcript_view.add_recovered(transcript.segments)
         self.messages.show_message("The previous session was recovered. Use Save as… to keep it.", "info", "recovered")
 
     # -- closing -------------------------------------------------------------------------------
     def has_unsaved_text(self) -> bool:
         """True when the window shows transcript text that no Save as… (or autosave) has written."""
-        return self._unsaved or any(t.strip() for t in self._open_text.values())
+        return self.session.has_unsaved() or self.transcript_view.has_open_text()
 
     def ask_unsaved(self) -> str:
         """Ask what to do with the unsaved transcript on quit: ``"save"``, ``"discard"`` or ``"cancel"``."""
-        journal = self.recorder.journal_path
-        where = (f" Until then a copy is kept only in the session journal, {journal}, which is meant for "
-                 "crash recovery, not for reading." if journal else "")
-        box = QMessageBox(QMessageBox.Icon.Question, "Quit captioner",
-                          "The transcript has text that has not been saved. Save it before quitting?" + where,
-                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
-                          | QMessageBox.StandardButton.Cancel, self)
-        box.setDefaultButton(QMessageBox.StandardButton.Save)
-        answer = box.exec()
-        return {QMessageBox.StandardButton.Save: "save",
-                QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
+        return ask_unsaved(self, self.recorder.journal_path)
 
     def _begin_quitting(self) -> None:
         """Stop the engine (it drains: the last words are decoded) and close when it has stopped."""
         self._quitting = True
         self.stop()
-        self.status_label.setText("Quitting: finishing the last words…")
-        self.progress.setRange(0, 0)  # busy indicator while the model drains and files are flushed
-        self.progress.setVisible(True)
+        self.run_bar.set_status("Quitting: finishing the last words…")
+        self.run_bar.set_busy(True)  # busy indicator while the model drains and files are flushed
         self.start_button.setEnabled(False)
         self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
                                    "This can take a few seconds.", "info", "quitting")
@@ -831,6 +564,8 @@ class MainWindow(QMainWindow):
         if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
             self._cancel_close(event)  # the save was cancelled or failed: stay open
             return
+        if self._close_choice == "discard":
+            self.session.discard_recovered()  # the user threw it away: not offered again
         self._quitting = False
         self._user_quit = False
         self._close_choice = None
@@ -846,12 +581,3 @@ class MainWindow(QMainWindow):
         self._close_choice = None
         self.messages.clear("quitting")
         self._update_controls()
-
-
-def _select(combo: QComboBox, data) -> bool:
-    """Select the item whose data equals ``data``; False when there is none."""
-    for i in range(combo.count()):
-        if combo.itemData(i) == data:
-            combo.setCurrentIndex(i)
-            return True
-    return False

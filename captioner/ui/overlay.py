@@ -41,7 +41,7 @@ from PySide6.QtGui import (
     QTextLayout,
     QTextOption,
 )
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QLabel, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event
@@ -54,6 +54,8 @@ MARGIN = 12
 RESIZE_BAND = 10
 #: A turn longer than this many visual lines above the view is trimmed (see CaptionModel.trim_front).
 _TRIM_SLACK = 4
+#: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
+MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,12 @@ class CaptionOverlay(QWidget):
         self._layout_rev = -1
         self._layout_width = -1
         self._drag: tuple[QPoint, QRect, Qt.Edge | None] | None = None
+        self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
+
+        self._notice: QLabel | None = None  # a problem told on the overlay (see show_notice)
+        self._notice_timer = QTimer(self)
+        self._notice_timer.setSingleShot(True)
+        self._notice_timer.timeout.connect(self.hide_notice)
 
         self._save_timer = QTimer(self)
         self._save_timer.setSingleShot(True)
@@ -219,7 +227,7 @@ class CaptionOverlay(QWidget):
         """Re-read look and behaviour from :attr:`settings` (after the settings dialog)."""
         get = self.settings.get if self.settings is not None else (lambda key: key.default)
         self.max_lines = int(get(Keys.OVERLAY_LINES))
-        self.model.set_history(self.max_lines)
+        self.model.set_history(MAX_LINES)  # kept for the most lines a taller overlay can show
         self.model.show_labels = bool(get(Keys.OVERLAY_SOURCE_LABELS))
         font = QFont(get(Keys.OVERLAY_FONT_FAMILY)) if get(Keys.OVERLAY_FONT_FAMILY) else QFont()
         font.setPointSize(int(get(Keys.OVERLAY_FONT_SIZE)))
@@ -238,10 +246,26 @@ class CaptionOverlay(QWidget):
         self.update()
 
     def fit_height(self) -> None:
-        """Resize to :meth:`preferred_height`, keeping the bottom edge (captions grow upwards)."""
+        """Resize to :meth:`preferred_height`, keeping the bottom edge (captions grow upwards),
+        clamped onto the screen's available area (at the top edge it grows downwards instead)."""
         g = self.geometry()
         h = self.preferred_height()
-        self.setGeometry(QRect(g.x(), g.y() + g.height() - h, g.width(), h))
+        self.setGeometry(self.clamped(QRect(g.x(), g.y() + g.height() - h, g.width(), h)))
+
+    def screen_area(self, rect: QRect | None = None) -> QRect | None:
+        """Available geometry of the screen holding ``rect``'s centre (default: the overlay's)."""
+        centre = (rect or self.geometry()).center()
+        screen = QGuiApplication.screenAt(centre) or self.screen() or QGuiApplication.primaryScreen()
+        return screen.availableGeometry() if screen is not None else None
+
+    def clamped(self, rect: QRect) -> QRect:
+        """``rect`` moved (and if needed shrunk) onto its screen's available area."""
+        area = self.screen_area(rect)
+        return clamp_rect(rect, area) if area is not None else rect
+
+    def lines_that_fit(self) -> int:
+        """Caption lines the current height holds (1 .. :data:`MAX_LINES`): a taller overlay shows more."""
+        return max(1, min(MAX_LINES, int((self.height() - 2 * MARGIN + 1) // self._line_height())))
 
     def _line_height(self) -> float:
         return QFontMetricsF(self.caption_font).lineSpacing()
@@ -261,10 +285,14 @@ class CaptionOverlay(QWidget):
         self.model.clear()
         self.update()
 
+    def _shown_lines(self) -> int:
+        return self.lines_that_fit()
+
     def visible_lines(self) -> list[VisualLine]:
         """The visual lines currently shown, top to bottom (the overlay's text model).
 
-        At most :attr:`max_lines`, and no more than fit the current height.
+        As many as fit the current height (:meth:`lines_that_fit`); the line setting
+        sets that height (:meth:`fit_height`).
         """
         self._relayout()
         return list(self._visual)
@@ -319,12 +347,11 @@ class CaptionOverlay(QWidget):
             for i in range(layout.lineCount()):
                 collected.append((layout, i, line))
             # a turn far longer than the view: drop its scrolled-out head at a visual line start
-            if len(starts) > self.max_lines + _TRIM_SLACK:
-                cut = starts[len(starts) - self.max_lines - 1]
+            if len(starts) > self._shown_lines() + _TRIM_SLACK:
+                cut = starts[len(starts) - self._shown_lines() - 1]
                 if len(line.shown_label) <= cut <= n_final:
                     trims.append((line, cut))
-        fit = max(1, int((self.height() - 2 * MARGIN + 1) // self._line_height()))
-        shown = collected[-min(self.max_lines, fit) :]
+        shown = collected[-self._shown_lines() :]
         visual = []
         for layout, i, line in shown:
             tl = layout.lineAt(i)
@@ -369,13 +396,7 @@ class CaptionOverlay(QWidget):
 
         lh = self._line_height()
         if not self._shown and not self._click_through:
-            hint = QColor(self.partial_color)
-            hint.setAlphaF(0.7)
-            painter.setPen(hint)
-            painter.setFont(self.caption_font)
-            painter.drawText(QRectF(self.rect()).adjusted(MARGIN, MARGIN, -MARGIN, -MARGIN),
-                             int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap),
-                             "Captions appear here. Drag to move, drag the edges to resize.")
+            self._paint_hint(painter)
         y0 = self.height() - MARGIN - lh * len(self._shown)
         stroke = QPen(self.outline_color, max(2.0, self.caption_font.pointSizeF() / 9.0))
         stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
@@ -400,6 +421,99 @@ class CaptionOverlay(QWidget):
             painter.fillPath(final, self.text_color)
             painter.fillPath(partial, self.partial_color)
         painter.end()
+
+    # -- notices ----------------------------------------------------------------------------------
+    #: How long (ms) a notice stays on the overlay.
+    NOTICE_MS = 8000
+
+    @property
+    def notice(self) -> QLabel | None:
+        """The notice label (``None`` until the first notice)."""
+        return self._notice
+
+    def show_notice(self, text: str, ms: int | None = None) -> None:
+        """Show a short problem message at the top of the overlay for ``ms`` (a failed Start
+        from the tray or a shortcut while the main window is not in front)."""
+        if self._notice is None:
+            self._notice = QLabel(self)
+            self._notice.setObjectName("overlay-notice")
+            self._notice.setWordWrap(True)
+            self._notice.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
+            self._notice.setStyleSheet("QLabel#overlay-notice { background: rgba(150, 30, 20, 235); color: white; "
+                                       "border-radius: 6px; padding: 4px 8px; font-weight: bold; }")
+        self._notice.setText(text)
+        self._place_notice()
+        self._notice.show()
+        self._notice.raise_()
+        if not self.isVisible():
+            self.show()
+        self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
+
+    def notice_text(self) -> str:
+        """The notice shown now, or ``""``."""
+        return self._notice.text() if self._notice is not None and not self._notice.isHidden() else ""
+
+    def hide_notice(self) -> None:
+        """Remove the notice."""
+        self._notice_timer.stop()
+        if self._notice is not None:
+            self._notice.hide()
+
+    def _place_notice(self) -> None:
+        if self._notice is None:
+            return
+        width = max(40, self.width() - MARGIN)
+        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
+        self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))
+
+    # -- the empty-state hint ---------------------------------------------------------------------
+    #: Hint texts, longest first: the first that fits is shown.
+    HINTS = ("Captions appear here. Drag to move, drag the edges to resize.", "Captions appear here.",
+             "Captions")
+    HINT_FLAGS = int(Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap)
+    #: Smallest hint font (pt).
+    HINT_MIN_PT = 7.0
+    #: Least opacity of the panel behind the hint, so it reads over any window.
+    HINT_BACKDROP_OPACITY = 0.8
+
+    def hint_layout(self) -> tuple[QFont, QRectF, str]:
+        """Font, rectangle and text of the hint: the longest hint that fits, in the largest font
+        (up to the caption font) that fits -- never clipped."""
+        area = QRectF(self.rect()).adjusted(MARGIN / 2, MARGIN / 2, -MARGIN / 2, -MARGIN / 2)
+        font = QFont(self.caption_font)
+        top = max(self.HINT_MIN_PT, self.caption_font.pointSizeF())
+        for text in self.HINTS:
+            size = top
+            while size >= self.HINT_MIN_PT:
+                font.setPointSizeF(size)
+                need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+                if need.width() <= area.width() and need.height() <= area.height():
+                    return QFont(font), area, text
+                size = size - 1.0 if size > 12 else size - 0.5
+        font.setPointSizeF(self.HINT_MIN_PT)
+        return font, area, ""
+
+    def hint_backdrop_opacity(self) -> float:
+        """Opacity of the panel behind the hint (at least :attr:`HINT_BACKDROP_OPACITY`)."""
+        return max(self.opacity, self.HINT_BACKDROP_OPACITY)
+
+    def hint_colour(self) -> QColor:
+        """The hint's colour: the partial tint, opaque (it sits on :meth:`hint_backdrop_opacity`)."""
+        return QColor(self.partial_color)
+
+    def _paint_hint(self, painter: QPainter) -> None:
+        font, area, text = self.hint_layout()
+        if not text:
+            return
+        need = QFontMetricsF(font).boundingRect(area, self.HINT_FLAGS, text)
+        back = QColor(self.background_color)
+        back.setAlphaF(self.hint_backdrop_opacity())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(back)
+        painter.drawRoundedRect(need.adjusted(-MARGIN / 2, -2, MARGIN / 2, 2).intersected(QRectF(self.rect())), 6, 6)
+        painter.setPen(self.hint_colour())
+        painter.setFont(font)
+        painter.drawText(area, self.HINT_FLAGS, text)
 
     # -- click-through, focus, drag and resize ----------------------------------------------------
     @property
@@ -457,6 +571,8 @@ class CaptionOverlay(QWidget):
             native = handle.startSystemResize(edges) if edges is not None else handle.startSystemMove()
         if not native:
             self._drag = (event.globalPosition().toPoint(), self.geometry(), edges)
+        if edges is not None:
+            self._resized_by_user = True
         event.accept()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
@@ -486,7 +602,10 @@ class CaptionOverlay(QWidget):
                 g.setTop(min(geom.top() + d.y(), geom.bottom() - self.minimumHeight()))
             if edges & Qt.Edge.BottomEdge:
                 g.setBottom(geom.bottom() + d.y())
-        self.setGeometry(g)
+            area = self.screen_area(geom)
+            if area is not None:
+                g = g.intersected(area)  # a resize stops at the screen's edge
+        self.setGeometry(self.clamped(g))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         """End a manual move/resize."""
@@ -508,6 +627,7 @@ class CaptionOverlay(QWidget):
         """Re-wrap for the new width and remember the size (debounced)."""
         super().resizeEvent(event)
         self._layout_rev = -1
+        self._place_notice()
         if not self._restoring and self.isVisible():
             self._save_timer.start()
 
@@ -519,6 +639,16 @@ class CaptionOverlay(QWidget):
     def save_geometry(self) -> None:
         """Store the geometry (logical px) under the current screen's key."""
         self._save_timer.stop()
+        if self._resized_by_user:
+            self._resized_by_user = False
+            lines = self.lines_that_fit()
+            if lines != self.max_lines:  # the user made it taller or shorter: that is the line count now
+                self.max_lines = lines
+                if self.settings is not None:
+                    self.settings.set(Keys.OVERLAY_LINES, lines)
+        settled = self.clamped(self.geometry())
+        if settled != self.geometry():  # a window-manager move or resize left it partly off the screen
+            self._place(settled)
         if self.settings is None:
             return
         screen = self.current_screen()
@@ -564,6 +694,10 @@ class CaptionOverlay(QWidget):
         geom = QRect(*rect) if rect else self.default_geometry(target)
         self._place(clamp_rect(geom, target.availableGeometry()))
         return self.geometry()
+
+    def place(self, rect: QRect) -> None:
+        """Put the overlay at ``rect`` (clamped onto its screen) without counting it as a user move."""
+        self._place(self.clamped(rect))
 
     def _place(self, rect: QRect) -> None:
         self._restoring = True

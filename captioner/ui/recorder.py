@@ -109,7 +109,22 @@ class TranscriptRecorder(QObject):
         problem = live.close()
         if problem is not None:
             emit(self.notice, problem)
+        if not self.transcript.segments:
+            # a Start that failed, or a run that heard nothing: no journal to recover, no empty file
+            self._remove_journal(live)
+            self.autosave_path = None
+            return
         self.write_autosave()
+
+    def _remove_journal(self, live: LiveTranscript) -> None:
+        path = live.journal.path if live.journal is not None else None
+        if path is None:
+            return
+        try:
+            os.remove(path)
+        except OSError:
+            return  # kept: a closed journal is never offered for recovery and is pruned later
+        self.transcript.metadata.pop("journal", None)
 
     @property
     def journal_path(self) -> Path | None:
@@ -124,7 +139,10 @@ class TranscriptRecorder(QObject):
 
     # -- files -----------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike, fmt: str | None = None) -> Path:
-        """Write the current transcript to ``path`` (format from ``fmt`` or the suffix).
+        """Write the current run's transcript to ``path`` (format from ``fmt`` or the suffix).
+
+        The window saves every run it shows through
+        :meth:`captioner.ui.session_model.SessionModel.save`.
 
         Raises:
             TranscriptWriteError: the file cannot be written (message says why).
@@ -154,11 +172,24 @@ class TranscriptRecorder(QObject):
         return find_unfinished(self.journal_dir)
 
     def recover(self, path: str | os.PathLike) -> Transcript:
-        """Load a crashed session's journal as the current transcript and mark it handled."""
-        self.transcript = recover(path)
-        mark_closed(path, "recovered")
-        return self.transcript
+        """Load a crashed session's journal (it stays unfinished until :meth:`mark_handled`).
+
+        Raises:
+            JournalError: the file cannot be read.
+        """
+        return recover(path)
+
+    def mark_handled(self, path: str | os.PathLike, reason: str = "recovered") -> None:
+        """Mark a crashed session's journal as handled, so it is not offered again (the file stays).
+
+        Call it once the recovered text is on disk ("recovered") or the user threw it away
+        ("discarded"); never raises (a journal that cannot be marked is offered again).
+        """
+        try:
+            mark_closed(path, reason)
+        except Exception:  # noqa: BLE001 - JournalError, OSError: offered again next time, harmless
+            pass
 
     def discard(self, path: str | os.PathLike) -> None:
         """Mark a crashed session's journal as handled without loading it (the file stays)."""
-        mark_closed(path, "discarded")
+        self.mark_handled(path, "discarded")

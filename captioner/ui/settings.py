@@ -9,12 +9,18 @@ Values are validated on the way *out*: a hand-edited or stale config file with a
 wrong type or an out-of-range value yields the default, never an exception, so a
 bad setting can never stop the app from starting.
 
+The store is an INI file, :data:`SETTINGS_FILE` in :func:`captioner.paths.config_dir`,
+on every platform: ``CAPTIONER_CONFIG_DIR`` (or ``CAPTIONER_DATA_DIR``) moves it with
+every other file of the app (journals, the single-instance lock). Settings an earlier
+version kept in Qt's native store are copied over once.
+
 Only QtCore is used (QSettings), so this module is safe below the widget layer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Generic, Sequence, TypeVar
 
@@ -22,9 +28,11 @@ from PySide6.QtCore import QSettings
 
 T = TypeVar("T")
 
-#: QSettings organisation/application names (the config file lives under these).
+#: QSettings organisation/application names (the native store of earlier versions lived under these).
 ORGANIZATION = "captioner"
 APPLICATION = "captioner"
+#: Name of the settings file in ``captioner.paths.config_dir()``.
+SETTINGS_FILE = "captioner.ini"
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,7 @@ class Keys:
     FILE = Key("sources/file", str, "", doc="Audio file played as a live source")
     MIC_LABEL = Key("sources/microphone_label", str, "You", doc="Label for microphone captions")
     SYSTEM_LABEL = Key("sources/system_label", str, "Meeting", doc="Label for system-audio captions")
+    FILE_LABEL = Key("sources/file_label", str, "", doc="Label for captions of a file (empty: its short name)")
 
     # -- overlay ----------------------------------------------------------------------------
     OVERLAY_VISIBLE = Key("overlay/visible", bool, True, doc="Show the caption overlay")
@@ -161,6 +170,29 @@ class Keys:
 KEYS: tuple[Key, ...] = tuple(v for v in vars(Keys).values() if isinstance(v, Key))
 
 
+def default_store() -> QSettings:
+    """The app's settings file, ``config_dir() / SETTINGS_FILE`` (INI on every platform).
+
+    Without an override and without that file yet, settings an earlier version kept in
+    Qt's native store (``~/.config/captioner/captioner.conf``, the Windows registry...)
+    are copied into it once.
+    """
+    from captioner import paths
+
+    path = paths.config_dir() / SETTINGS_FILE
+    fresh = not path.exists()
+    store = QSettings(str(path), QSettings.Format.IniFormat)
+    overridden = any(os.environ.get(name, "").strip() for name in (paths.CONFIG_ENV, paths.DATA_ENV))
+    if fresh and not overridden:
+        old = QSettings(ORGANIZATION, APPLICATION)
+        if os.path.abspath(old.fileName()) != os.path.abspath(str(path)):
+            for key in old.allKeys():
+                store.setValue(key, old.value(key))
+            if old.allKeys():
+                store.sync()
+    return store
+
+
 def overlay_geometry_key(screen_key: str) -> str:
     """QSettings path of the overlay geometry remembered for one screen.
 
@@ -176,12 +208,12 @@ class Settings:
     """Typed access to the app's QSettings.
 
     Args:
-        qsettings: the store; by default the user's native store for
-            :data:`ORGANIZATION`/:data:`APPLICATION`. Tests pass an INI file.
+        qsettings: the store; by default :func:`default_store` (an INI file in the
+            configuration directory). Tests pass an INI file of their own.
     """
 
     def __init__(self, qsettings: QSettings | None = None) -> None:
-        self.store = qsettings if qsettings is not None else QSettings(ORGANIZATION, APPLICATION)
+        self.store = qsettings if qsettings is not None else default_store()
 
     @classmethod
     def from_file(cls, path: str) -> "Settings":

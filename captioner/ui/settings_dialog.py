@@ -21,8 +21,30 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.engine.qt_emit import emit
-from captioner.ui.overlay import always_on_top_note
+from captioner.ui.overlay import always_on_top_note, contrast_ratio
+from captioner.ui.qt_helpers import standard_keys
 from captioner.ui.settings import Keys, Settings
+
+
+
+def fixed_shortcuts() -> dict[str, str]:
+    """Key text -> action name of the shortcuts the main window binds itself (menu entries),
+    which the editable ones must not take.
+
+    (A function: standard keys are platform-dependent and need the running QGuiApplication.)
+    """
+    fixed = {}
+    for name, key, fallback in (("Save transcript as…", QKeySequence.StandardKey.Save, "Ctrl+S"),
+                                ("Quit", QKeySequence.StandardKey.Quit, "Ctrl+Q")):
+        for seq in standard_keys(key, fallback):
+            fixed.setdefault(seq.toString(), name)
+    return fixed
+
+
+def readable_text_colour(background: QColor) -> str:
+    """Black or white, whichever contrasts more with ``background`` (always >= 4.5:1)."""
+    black, white = QColor("#000000"), QColor("#ffffff")
+    return "#000000" if contrast_ratio(black, background) >= contrast_ratio(white, background) else "#ffffff"
 
 
 class ColorButton(QPushButton):
@@ -36,8 +58,9 @@ class ColorButton(QPushButton):
     def set_colour(self, colour: str) -> None:
         """Show ``colour`` (``#rrggbb``)."""
         self.colour = QColor(colour).name()
+        self.text_colour = readable_text_colour(QColor(self.colour))
         self.setText(self.colour)
-        self.setStyleSheet(f"background: {self.colour}; color: {'#000' if QColor(colour).lightness() > 128 else '#fff'}")
+        self.setStyleSheet(f"background: {self.colour}; color: {self.text_colour}")
 
     def _pick(self) -> None:
         chosen = QColorDialog.getColor(QColor(self.colour), self, "Choose a colour")
@@ -96,14 +119,28 @@ class SettingsDialog(QDialog):
         form.addRow("Microphone label:", self.mic_label)
         self.system_label = QLineEdit(s.get(Keys.SYSTEM_LABEL))
         form.addRow("System audio label:", self.system_label)
-        self.shortcut_start = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_START_STOP)))
+        self.file_label = QLineEdit(s.get(Keys.FILE_LABEL))
+        self.file_label.setPlaceholderText("the file's name")
+        form.addRow("Audio file label:", self.file_label)
+        self.shortcut_start = self._shortcut_edit(s.get(Keys.SHORTCUT_START_STOP))
         form.addRow("Start/Stop shortcut:", self.shortcut_start)
-        self.shortcut_overlay = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY)))
+        self.shortcut_overlay = self._shortcut_edit(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY))
         form.addRow("Show/hide overlay:", self.shortcut_overlay)
-        self.shortcut_click = QKeySequenceEdit(QKeySequence(s.get(Keys.SHORTCUT_CLICK_THROUGH)))
+        self.shortcut_click = self._shortcut_edit(s.get(Keys.SHORTCUT_CLICK_THROUGH))
         form.addRow("Toggle click-through:", self.shortcut_click)
+        #: shortcut field -> the action's name, as the form shows it
+        self.shortcut_names = {self.shortcut_start: "Start/Stop", self.shortcut_overlay: "Show/hide overlay",
+                               self.shortcut_click: "Toggle click-through"}
+        for edit in self.shortcut_names:
+            edit.keySequenceChanged.connect(self._check_shortcuts)
         root = QVBoxLayout(self)
         root.addLayout(form)
+        self.error_label = QLabel("")
+        self.error_label.setWordWrap(True)
+        self.error_label.setObjectName("shortcut-error")
+        self.error_label.setStyleSheet("color: #c0392b; font-weight: bold")
+        self.error_label.setVisible(False)
+        root.addWidget(self.error_label)
         note = always_on_top_note()
         if note:
             label = QLabel(note)
@@ -118,8 +155,41 @@ class SettingsDialog(QDialog):
         buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         root.addWidget(buttons)
 
-    def apply(self) -> None:
-        """Write every field to the settings and emit :attr:`applied`."""
+    @staticmethod
+    def _shortcut_edit(text: str) -> QKeySequenceEdit:
+        edit = QKeySequenceEdit(QKeySequence(text))
+        edit.setMaximumSequenceLength(1)  # one key combination: no waiting for a second chord
+        edit.setClearButtonEnabled(True)
+        return edit
+
+    def shortcut_clash(self) -> str:
+        """Why the shortcuts cannot be used (two actions on one key), or ``""``."""
+        taken = fixed_shortcuts()
+        for edit, name in self.shortcut_names.items():
+            keys = edit.keySequence().toString()
+            if not keys:
+                continue
+            if keys in taken:
+                return (f"{keys} is already the shortcut for “{taken[keys]}”: with two actions on one key "
+                        f"neither works. Choose another key for “{name}”, or clear one of them.")
+            taken[keys] = name
+        return ""
+
+    def _check_shortcuts(self) -> bool:
+        problem = self.shortcut_clash()
+        self.error_label.setText(problem)
+        self.error_label.setVisible(bool(problem))
+        return not problem
+
+    def apply(self) -> bool:
+        """Write every field to the settings and emit :attr:`applied`.
+
+        Returns:
+            False (and nothing written) when two actions would share a shortcut; the
+            dialog says which.
+        """
+        if not self._check_shortcuts():
+            return False
         s = self.settings
         s.set(Keys.OVERLAY_LINES, self.lines.value())
         s.set(Keys.OVERLAY_FONT_FAMILY, self.font_family.currentFont().family())
@@ -132,13 +202,15 @@ class SettingsDialog(QDialog):
         s.set(Keys.OVERLAY_CLICK_THROUGH, self.click_through.isChecked())
         s.set(Keys.MIC_LABEL, self.mic_label.text().strip() or Keys.MIC_LABEL.default)
         s.set(Keys.SYSTEM_LABEL, self.system_label.text().strip() or Keys.SYSTEM_LABEL.default)
+        s.set(Keys.FILE_LABEL, self.file_label.text().strip())
         s.set(Keys.SHORTCUT_START_STOP, self.shortcut_start.keySequence().toString())
         s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
         s.sync()
         emit(self.applied)
+        return True
 
     def accept(self) -> None:
-        """OK: apply and close."""
-        self.apply()
-        super().accept()
+        """OK: apply and close (stays open while a shortcut clashes)."""
+        if self.apply():
+            super().accept()

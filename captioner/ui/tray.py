@@ -47,6 +47,13 @@ class TrayIcon(QObject):
         if self.available:
             self.icon.show()
 
+    def notify(self, text: str, ms: int = 8000) -> bool:
+        """Show ``text`` as a tray message; False where the desktop cannot (no tray, no messages)."""
+        if not self.available or not self.icon.supportsMessages():
+            return False
+        self.icon.showMessage("captioner", text, QSystemTrayIcon.MessageIcon.Warning, ms)
+        return True
+
     def set_state(self, state: str) -> None:
         """Reflect the engine state in the icon and menu."""
         running = state in ("running", "loading")

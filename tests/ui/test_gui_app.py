@@ -69,14 +69,14 @@ def test_run_gui_opens_the_window_and_returns_zero(qtbot, settings):
 
 
 def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_path):
-    from ui_fakes import fake_factories, speech
+    from ui_fakes import fake_factories, speech, write_wav
 
     from captioner.engine.qt_worker import EngineController, EngineWorker
     from captioner.transcript import find_unfinished
 
     words = ["alpha", "bravo", "charlie", "delta"]
     wav = tmp_path / "talk.wav"
-    wav.write_bytes(b"fake")
+    write_wav(wav)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(wav))
     bf, sf, pf, record = fake_factories({"talk.wav": speech(words, gap_chunks=0)})
@@ -112,7 +112,10 @@ def test_run_gui_without_a_display_says_so_and_returns_1(monkeypatch, capsys, se
 def test_quit_action_asks_about_unsaved_text(gui, qtbot, monkeypatch):
     asked = []
     monkeypatch.setattr(gui.window, "ask_unsaved", lambda: asked.append(True) or "cancel")
-    gui.window._unsaved = True  # as after a captioned run
+    from captioner.transcript import Transcript
+    from captioner.ui.session_model import Run
+
+    gui.window.session.runs.append(Run(Transcript(), dirty=True, has_text=True))  # as after a captioned run
     gui.window.quit_action.trigger()
     assert asked == [True] and gui.window.isVisible()
     monkeypatch.setattr(gui.window, "ask_unsaved", lambda: "discard")

@@ -7,7 +7,7 @@ import json
 import pytest
 import srt
 import webvtt
-from ui_fakes import fake_factories, speech
+from ui_fakes import fake_factories, run_and_stop, speech, write_wav
 
 from captioner.engine.qt_worker import EngineController, EngineWorker
 from captioner.events import Stats, TextDelta, TurnBoundary
@@ -22,55 +22,20 @@ pytestmark = pytest.mark.gui
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo"]
 
 
-@pytest.fixture
-def make_window(qtbot, settings, tmp_path):
-    made = []
-
-    def make(audio=None, **kw):
-        wav = tmp_path / "talk.wav"
-        wav.write_bytes(b"fake")  # the fake source factory never reads it
-        bf, sf, pf, record = fake_factories({"talk.wav": speech(WORDS) if audio is None else audio}, **kw)
-        controller = EngineController(EngineWorker(bf, sf, pf))
-        overlay = CaptionOverlay(settings)
-        qtbot.addWidget(overlay)
-        recorder = TranscriptRecorder(journal_dir=tmp_path / "journal")
-        settings.set(Keys.SOURCE_MODE, "file")
-        settings.set(Keys.FILE, str(wav))
-        win = MainWindow(settings, overlay, controller, recorder)
-        qtbot.addWidget(win)
-        win.show()
-        overlay.show()
-        made.append(win)
-        return win, record
-
-    yield make
-    for w in made:
-        assert w.controller.shutdown(10000)
-
-
-def _run_and_stop(qtbot, win, record):
-    n = len(record["pipelines"])
-    win.start_button.click()
-    qtbot.waitUntil(lambda: len(record["pipelines"]) > n and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
-    qtbot.waitUntil(lambda: win.overlay.visible_text() != "" and win.start_button.text() == "Stop", timeout=5000)
-    win.start_button.click()
-    qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=5000)
-
-
 def test_start_stop_keeps_the_last_word(make_window, qtbot):
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     text = win.recorder.transcript.text()
     assert text.split() == WORDS  # "echo" came out only through Stop's flush
     pane = win.transcript_view.toPlainText()
-    assert "talk.wav: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
+    assert "talk: alpha bravo charlie delta echo" in pane and pane.startswith("[0:00]")
     assert "echo" in win.overlay.visible_text()
-    assert win.start_button.text() == "Start" and win.mode_combo.isEnabled()
+    assert win.start_button.text() == "Start" and win.sources.mode_combo.isEnabled()
 
 
 def test_save_writes_all_four_formats(make_window, qtbot, tmp_path):
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     out = tmp_path / "out"
     out.mkdir()
     for fmt in ("txt", "srt", "vtt", "json"):
@@ -85,7 +50,8 @@ def test_save_writes_all_four_formats(make_window, qtbot, tmp_path):
 
 
 def test_save_error_is_a_message(make_window, qtbot, tmp_path):
-    win, _ = make_window()
+    win, record = make_window()
+    run_and_stop(qtbot, win, record)
     assert win.save_transcript(str(tmp_path / "t.docx")) is None
     text, severity, code = win.messages.messages()[-1]
     assert (severity, code) == ("error", "save") and "Traceback" not in text
@@ -99,13 +65,13 @@ def test_engine_error_shows_message_and_gui_stays_responsive(make_window, qtbot)
     assert severity == "error" and "Traceback" not in text and "Start" in text
     qtbot.waitUntil(lambda: win.engine_state == "idle" and win.start_button.text() == "Start", timeout=5000)
     # the window still works: a new run (same loaded model) starts, and Stop keeps its words
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     assert win.recorder.transcript.text().split() == WORDS
 
 
 def test_missing_file_is_a_usage_message_not_a_start(make_window, qtbot, settings):
     win, record = make_window()
-    win.file_edit.setText("/nonexistent/talk.wav")
+    win.sources.file_edit.setText("/nonexistent/talk.wav")
     win.start_button.click()
     assert win.messages.messages()[-1][2] == "config"
     assert win.engine_state == "idle" and not record["pipelines"]
@@ -115,7 +81,7 @@ def test_backlog_warning_comes_and_goes(make_window):
     win, _ = make_window()
     win._on_event(Stats(rtf=1.4, backlog_s=9.0, source="talk.wav"))
     assert [m[2] for m in win.messages.messages()] == ["backlog"]
-    assert "RTF 1.40" in win.stats_label.text() and "backlog 9.0 s" in win.stats_label.text()
+    assert win.run_bar.stats_label.text() == "9 s behind" and "1.40" in win.run_bar.stats_label.toolTip()
     win._on_event(Stats(rtf=0.5, backlog_s=0.2, source="talk.wav"))
     assert win.messages.messages() == []
 
@@ -130,40 +96,40 @@ def test_crash_journal_is_offered_for_recovery(make_window, qtbot, tmp_path):
     assert row.code == "recovery"
     row.buttons["Recover"].click()
     assert "You: we lost power" in win.transcript_view.toPlainText()
-    assert win.recorder.transcript.text() == "we lost power"
-    assert not win.check_recovery()  # marked as handled
+    assert win.session.runs[-1].transcript.text() == "we lost power"
+    assert not win.check_recovery()  # loaded: not offered twice
 
 
 def test_clock_and_delay_pickers(make_window):
     win, _ = make_window()
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData("audio8"))
-    assert win.clock_combo.isEnabled() and win.language_combo.isEnabled()
-    win.clock_combo.setCurrentIndex(win.clock_combo.findData(120))
-    delays = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count())]
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData("audio8"))
+    assert win.model_panel.clock_combo.isEnabled() and win.model_panel.language_combo.isEnabled()
+    win.model_panel.clock_combo.setCurrentIndex(win.model_panel.clock_combo.findData(120))
+    delays = [win.model_panel.delay_combo.itemData(i) for i in range(win.model_panel.delay_combo.count())]
     assert delays[0] == 240 and all(d % 120 == 0 for d in delays)
-    starred = [win.delay_combo.itemData(i) for i in range(win.delay_combo.count()) if "★" in win.delay_combo.itemText(i)]
+    starred = [win.model_panel.delay_combo.itemData(i) for i in range(win.model_panel.delay_combo.count()) if "★" in win.model_panel.delay_combo.itemText(i)]
     assert starred == [240, 480]  # model card post-trained points at 120 ms
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData("default"))
-    assert not win.language_combo.isEnabled() and win.language_combo.currentData() == "en"
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData("default"))
+    assert not win.model_panel.language_combo.isEnabled() and win.model_panel.language_combo.currentData() == "en"
 
 
 @pytest.mark.parametrize("backend, shown", [("default", False), ("tflite", False), ("audio8", True),
                                              ("remote", True)])
 def test_clock_and_delay_show_only_for_backends_with_a_clock(make_window, backend, shown):
     win, _ = make_window()
-    win.backend_combo.setCurrentIndex(win.backend_combo.findData(backend))
-    for wdg in (win.clock_label, win.clock_combo, win.delay_label, win.delay_combo):
+    win.model_panel.backend_combo.setCurrentIndex(win.model_panel.backend_combo.findData(backend))
+    for wdg in (win.model_panel.clock_label, win.model_panel.clock_combo, win.model_panel.delay_label, win.model_panel.delay_combo):
         assert wdg.isVisible() is shown
-    assert win.language_combo.isVisible()
+    assert win.model_panel.language_combo.isVisible()
 
 
 def test_autosave_folder_gets_the_transcript(make_window, qtbot, tmp_path):
     win, record = make_window()
     folder = tmp_path / "captions"
     folder.mkdir()
-    win.autosave_check.setChecked(True)
-    win.autosave_edit.setText(str(folder))
-    _run_and_stop(qtbot, win, record)
+    win.save_panel.autosave_check.setChecked(True)
+    win.save_panel.autosave_edit.setText(str(folder))
+    run_and_stop(qtbot, win, record)
     files = list(folder.glob("captions_*.txt"))
     assert len(files) == 1
     assert "alpha bravo charlie delta echo" in files[0].read_text(encoding="utf-8")
@@ -181,7 +147,7 @@ def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path)
         return bf(config)
 
     wav = tmp_path / "talk.wav"
-    wav.write_bytes(b"fake")
+    write_wav(wav)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(wav))
     controller = EngineController(EngineWorker(slow_backend, sf, pf))
@@ -193,10 +159,10 @@ def test_model_loads_off_the_gui_thread_with_progress(qtbot, settings, tmp_path)
     try:
         win.start_button.click()
         # the GUI thread keeps running while the model "loads": progress shows, Cancel is offered
-        qtbot.waitUntil(lambda: win.progress.isVisible() and win.status_label.text().startswith("Loading"), timeout=5000)
+        qtbot.waitUntil(lambda: win.run_bar.progress.isVisible() and win.run_bar.status_label.text().startswith("Loading"), timeout=5000)
         assert win.start_button.text() == "Cancel"
         release.set()
-        qtbot.waitUntil(lambda: win.start_button.text() == "Stop" and not win.progress.isVisible(), timeout=5000)
+        qtbot.waitUntil(lambda: win.start_button.text() == "Stop" and not win.run_bar.progress.isVisible(), timeout=5000)
     finally:
         release.set()
         assert controller.shutdown(10000)
@@ -225,7 +191,7 @@ def test_device_lost_notice_is_shown_and_text_is_kept(make_window, qtbot):
     from captioner.events import Notice
 
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     before = win.transcript_view.toPlainText()
     win._on_event(Notice("The microphone was disconnected. Plug it back in or choose another one, then press Start.",
                          "error", "device_lost", "You"))
@@ -265,7 +231,7 @@ def test_a_segment_announced_again_updates_its_line(make_window):
 
 def test_failed_starts_add_no_session_separator(make_window, qtbot):
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     before = win.transcript_view.toPlainText()
     worker = win.controller.worker
     working = worker.source_factory
@@ -279,7 +245,7 @@ def test_failed_starts_add_no_session_separator(make_window, qtbot):
             win.start_button.click()
     assert win.transcript_view.toPlainText() == before  # no empty "— new session —" lines
     worker.source_factory = working
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     assert win.transcript_view.toPlainText().count("— new session —") == 1
 
 
@@ -303,7 +269,7 @@ def test_successful_start_clears_old_error_banners(make_window, qtbot):
     win._on_error("The audio device could not be used: gone.", "device_error")
     win.messages.show_message("Recover the old session?", "warning", "recovery")
     assert [m[2] for m in win.messages.messages()] == ["device_error", "recovery"]
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     assert [m[2] for m in win.messages.messages()] == ["recovery"]
 
 
@@ -331,7 +297,7 @@ def test_quit_without_text_does_not_ask(make_window, qtbot, monkeypatch):
 
 def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qtbot, monkeypatch, tmp_path):
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     asked = []
     monkeypatch.setattr(win, "ask_unsaved", lambda: asked.append(win.recorder.journal_path) or "cancel")
     closed = []
@@ -350,7 +316,7 @@ def test_quit_with_unsaved_text_asks_and_cancel_keeps_the_window(make_window, qt
 
 def test_saved_text_quits_without_asking(make_window, qtbot, monkeypatch, tmp_path):
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     assert win.has_unsaved_text()
     assert win.save_transcript(str(tmp_path / "t.txt")) is not None
     assert not win.has_unsaved_text()
@@ -365,7 +331,7 @@ def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(ma
     qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
     qtbot.waitUntil(lambda: win.engine_state == "running", timeout=5000)
     seen = []
-    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.progress.isVisible())))
+    win.messages.shown.connect(lambda text, severity, code: seen.append((code, win.run_bar.progress.isVisible())))
     with qtbot.waitSignal(win.closed, timeout=5000):
         win.request_quit()  # discard (conftest); the engine drains first
     assert ("quitting", True) in seen
@@ -376,7 +342,7 @@ def test_quit_while_captioning_shows_progress_then_closes_with_the_last_words(ma
 def test_programmatic_close_never_asks(make_window, qtbot, monkeypatch):
     """SIGINT/SIGTERM and scripts quit through app.quit() -> close(): no question, the journal keeps the text."""
     win, record = make_window()
-    _run_and_stop(qtbot, win, record)
+    run_and_stop(qtbot, win, record)
     assert win.has_unsaved_text()
     monkeypatch.setattr(win, "ask_unsaved", lambda: pytest.fail("a programmatic close asked a question"))
     with qtbot.waitSignal(win.closed, timeout=2000):

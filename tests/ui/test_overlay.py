@@ -203,6 +203,7 @@ def test_drag_moves_and_border_resizes(overlay, qtbot):
 
 
 def test_line_setting_resizes_keeping_the_bottom_edge(overlay, settings):
+    overlay.move(overlay.x(), 400)  # room above it (at the top edge it grows down: test_overlay_geometry)
     bottom = overlay.geometry().bottom()
     settings.set(Keys.OVERLAY_LINES, 4)
     overlay.apply_settings()

@@ -10,6 +10,7 @@ appends push the last words out.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import numpy as np
 
@@ -63,6 +64,14 @@ class DelayedWordBackend(Backend):
 
     def close(self) -> None:
         self.closed = True
+
+
+def write_wav(path) -> None:
+    """A tiny real WAV file (0.1 s of silence): the window checks files are audio; the fake
+    source factory never reads them."""
+    import soundfile
+
+    soundfile.write(str(path), np.zeros(1600, dtype=np.float32), 16000)
 
 
 def speech(words: list[str], gap_chunks: int = 1) -> np.ndarray:
@@ -150,7 +159,9 @@ def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = 
         return b
 
     def source_factory(specs, backend):
-        return [ArraySource(s.label, audio_by_label[s.label]) for s in specs]
+        # keyed by label, or by the file's name for file sources (their label is the short name)
+        return [ArraySource(s.label, audio_by_label[s.label] if s.label in audio_by_label
+                            else audio_by_label[Path(s.path).name]) for s in specs]
 
     def pipeline_factory(backend, sources, on_event):
         p = FakeLive(backend, sources, on_event)
@@ -158,3 +169,13 @@ def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = 
         return p
 
     return backend_factory, source_factory, pipeline_factory, record
+
+
+def run_and_stop(qtbot, win, record) -> None:
+    """Press Start, wait until the fake pipeline has fed everything and captions show, press Stop."""
+    n = len(record["pipelines"])
+    win.start_button.click()
+    qtbot.waitUntil(lambda: len(record["pipelines"]) > n and record["pipelines"][-1].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: win.overlay.visible_text() != "" and win.start_button.text() == "Stop", timeout=5000)
+    win.start_button.click()
+    qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=5000)

@@ -2,8 +2,9 @@
 
 Contract (``captioner/asr/base.py``): one chunk == one clock step of 16 kHz samples, no
 overlap; ``flush_chunks = 10`` (reference ``right_pad_text_tokens``), so a stream of N
-samples yields ``ceil(N / samples_per_token) + 10`` tokens, as the reference batch decoder
-does. Every session's state (caches, positions, prompt progress, front-end look-back,
+samples yields ``ceil(N / samples_per_token) + 10 + 1`` tokens, as the reference batch decoder
+does (its schedule has ``left_pad + delay + real tokens + 1 + right_pad`` positions and the first
+token comes from the last prompt position; the final row decodes the ``+ 1``). Every session's state (caches, positions, prompt progress, front-end look-back,
 detokeniser bytes, VAD hysteresis) travels in ``StepRow.state``.
 
 Events per decoded clock step ``k`` (covering real audio ``[k, k + 1) * clock``):
@@ -113,7 +114,8 @@ class Audio8Backend(Backend):
 
     def __init__(self, checkpoint: Any, point: Any, language: str, batch_size: int, vad_horizon_s: float,
                  vad_threshold: float, vad_hysteresis: float, window_tokens: int | None,
-                 trim_interval_tokens: int | None, tower_capacity: int | None = None) -> None:
+                 trim_interval_tokens: int | None, tower_capacity: int | None = None,
+                 kv_cache: str = "static", fixed_shapes: bool = False) -> None:
         from captioner.asr.audio8.config import RIGHT_PAD_TEXT_TOKENS
         from captioner.asr.audio8.streaming import StreamingDecoder
         from captioner.asr.audio8.vad import horizon_index
@@ -154,6 +156,9 @@ class Audio8Backend(Backend):
                 window_tokens or point.default_window_tokens(),
                 trim_interval_tokens or point.default_trim_interval_tokens(),
                 tower_capacity=tower_capacity,
+                cache=kv_cache,
+                slots=self.batch_size,
+                fixed_shapes=fixed_shapes,
             )
         except ValueError as exc:
             raise BackendError(str(exc)) from exc
@@ -277,6 +282,8 @@ def load_audio8_backend(
     trim_interval_tokens: int | None = None,
     allow_slow: bool = False,
     check_speed: bool = True,
+    kv_cache: str = "static",
+    fixed_shapes: bool = False,
 ) -> Audio8Backend:
     """Load an Audio8 ASR Infinite checkpoint directory as a streaming backend.
 
@@ -298,6 +305,11 @@ def load_audio8_backend(
         allow_slow: load a full-size model on the CPU anyway (tests, benchmarks).
         check_speed: time a few steps after loading and warn (``SlowDeviceWarning``, and
             ``backend.speed_notice``) when a step takes longer than the clock.
+        kv_cache: ``"static"`` (default: one pre-allocated KV pool per attention stack, a row per
+            session, trimmed in place) or ``"per_session"`` (private buffers stacked per call;
+            the same tokens).
+        fixed_shapes: steady steps attend over the whole static cache under a mask, so their
+            shapes depend on the batch size alone (groundwork for CUDA graphs; off by default).
 
     Returns:
         The backend; share it between sessions through ``BatchEngine.shared``.
@@ -327,7 +339,7 @@ def load_audio8_backend(
         )
     checkpoint = load_checkpoint(model_dir, dev, dt)
     backend = Audio8Backend(checkpoint, point, language, batch_size, vad_horizon_s, vad_threshold, vad_hysteresis,
-                            window_tokens, trim_interval_tokens)
+                            window_tokens, trim_interval_tokens, kv_cache=kv_cache, fixed_shapes=fixed_shapes)
     if check_speed:
         ms = backend.measure_step_ms()
         if ms > clock_ms:

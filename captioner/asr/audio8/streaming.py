@@ -11,7 +11,21 @@ One clock step of one session (DESIGN section 2, reference ``simulated_streaming
 5. decoder with the session's KV cache, greedy argmax with EOS set to -inf; VAD heads on
    the final-norm state.
 
-Sessions keep their own caches; one call stacks them into one batch with a per-row mask.
+Caches (``StreamingDecoder(cache=...)``):
+
+* ``"static"`` (default): one pre-allocated :class:`KVPool` per attention stack, ``[layers,
+  slots, kv_heads, capacity, head_dim]``; a session owns one row (slot) from ``new_state`` until
+  its stream is decoded to its end or its state is dropped. The rows of a call are taken in
+  slot order, so consecutive rows attend straight from a view of the pool; new keys go in with
+  one indexed write per layer; the rolling trim and the tower re-base move a row's entries in
+  place. The tensors (and their addresses) stay the same for the life of the decoder while at
+  most ``slots`` sessions exist -- the precondition for capturing the step in a CUDA graph;
+* ``"per_session"``: private :class:`KVStore` buffers per session that each call stacks (the
+  earlier path, kept for comparison: same tokens).
+
+One call serves every ready session: their prompt prefills share one batch, their steady
+steps share one batch with a per-row mask, and trims of the same kept length re-prefill
+together.
 
 Unlimited length:
 
@@ -30,6 +44,9 @@ Memory per session is therefore constant, and so is the step time.
 
 from __future__ import annotations
 
+import threading
+import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -64,6 +81,8 @@ class KVStore:
         """Positions the buffer holds."""
         return int(self.keys.shape[2])
 
+    slot = -1  # not a pool row
+
     def drop_front(self, count: int) -> None:
         """Forget the oldest ``count`` positions, moving the rest to the front."""
         if count <= 0:
@@ -86,6 +105,10 @@ class KVStore:
         pos = torch.full((1, 1), -int(shift), dtype=torch.long, device=k.device)
         cos, sin = rotary(k, position_ids=pos)  # [1, 1, head_dim] float32
         self.keys[:, :, : self.length] = (k * cos + rotate_half(k) * sin).to(self.keys.dtype)
+
+
+def _slot(state: Any) -> int:
+    return int(getattr(state.decoder, "slot", -1))
 
 
 class BatchedKV:
@@ -138,6 +161,195 @@ class BatchedKV:
         return allowed
 
 
+def _move_front(t: torch.Tensor, dim: int, count: int, length: int) -> None:
+    """Move ``t[..., count:length, ...]`` (along ``dim``) to the front, in place and without a
+    temporary: copied in pieces of at most ``count`` positions, so no piece overlaps its source."""
+    if count <= 0:
+        return
+    start = count
+    while start < length:
+        n = min(count, length - start)
+        t.narrow(dim, start - count, n).copy_(t.narrow(dim, start, n))
+        start += n
+
+
+class KVPool:
+    """The static cache of one attention stack, shared by every session of a decoder.
+
+    One pre-allocated pair of tensors ``keys``/``values`` ``[layers, slots, kv_heads, capacity,
+    head_dim]`` in the model dtype; each session owns one slot (batch row) for its lifetime and
+    writes its keys at buffer index == RoPE position. Sessions stepping together in slot order
+    ``a, a + 1, ...`` attend straight from a view of the pool (no gather); the rolling window and
+    the tower re-base shift a slot in place, so the tensors and their addresses never change
+    while at most ``slots`` sessions exist. A further session grows the pool (doubling, a copy:
+    the only allocation after start-up, counted in ``grows``).
+
+    Attributes:
+        keys, values: ``[layers, slots, kv_heads, capacity, head_dim]``.
+        grows: how often the pool had to grow.
+    """
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, capacity: int, slots: int,
+                 device: torch.device, dtype: torch.dtype) -> None:
+        shape = (int(layers), max(1, int(slots)), int(kv_heads), int(capacity), int(head_dim))
+        self.keys = torch.zeros(shape, device=device, dtype=dtype)
+        self.values = torch.zeros_like(self.keys)
+        self._free = list(range(shape[1]))
+        self.grows = 0
+        # release() runs from weakref finalizers: in whatever thread drops a state, or inside
+        # acquire() when an allocation there triggers the garbage collector (hence re-entrant)
+        self._lock = threading.RLock()
+
+    @property
+    def slots(self) -> int:
+        """Rows the pool holds."""
+        return int(self.keys.shape[1])
+
+    @property
+    def capacity(self) -> int:
+        """Positions per slot."""
+        return int(self.keys.shape[3])
+
+    def acquire(self) -> int:
+        """The lowest free slot (growing the pool when none is free)."""
+        with self._lock:
+            if not self._free:
+                old = self.slots
+                grow = lambda t: torch.cat([t, torch.zeros_like(t)], dim=1)  # noqa: E731
+                self.keys, self.values = grow(self.keys), grow(self.values)
+                self._free.extend(range(old, 2 * old))
+                self.grows += 1
+            slot = min(self._free)
+            self._free.remove(slot)
+            return slot
+
+    def release(self, slot: int) -> None:
+        """Give ``slot`` back (its contents are left as they are: lengths live in the handles)."""
+        with self._lock:
+            if slot not in self._free:
+                self._free.append(int(slot))
+
+    @property
+    def in_use(self) -> int:
+        """Slots held by sessions."""
+        return self.slots - len(self._free)
+
+
+class KVSlot:
+    """One session's row of a :class:`KVPool`; the same interface as :class:`KVStore`.
+
+    Attributes:
+        pool: the shared pool.
+        slot: the row index.
+        length: valid positions of this session (``[:, slot, :, :length]``).
+    """
+
+    def __init__(self, pool: KVPool, slot: int) -> None:
+        self.pool = pool
+        self.slot = int(slot)
+        self.length = 0
+
+    @property
+    def keys(self) -> torch.Tensor:
+        """``[layers, kv_heads, capacity, head_dim]`` view of the slot."""
+        return self.pool.keys[:, self.slot]
+
+    @property
+    def values(self) -> torch.Tensor:
+        """``[layers, kv_heads, capacity, head_dim]`` view of the slot."""
+        return self.pool.values[:, self.slot]
+
+    @property
+    def capacity(self) -> int:
+        """Positions the slot holds."""
+        return self.pool.capacity
+
+    def drop_front(self, count: int) -> None:
+        """Forget the oldest ``count`` positions, moving the rest to the front in place."""
+        if count <= 0:
+            return
+        for t in (self.pool.keys, self.pool.values):
+            _move_front(t.select(1, self.slot), 2, count, self.length)
+        self.length -= count
+
+    def rotate(self, shift: int, rotary: Any) -> None:
+        """Re-base RoPE positions of the valid keys by ``-shift`` (see :meth:`KVStore.rotate`)."""
+        if shift == 0 or self.length == 0:
+            return
+        view = self.pool.keys.select(1, self.slot)[:, :, : self.length]
+        k = view.float()
+        pos = torch.full((1, 1), -int(shift), dtype=torch.long, device=k.device)
+        cos, sin = rotary(k, position_ids=pos)  # [1, 1, head_dim] float32
+        view.copy_(k * cos + rotate_half(k) * sin)
+
+
+class PooledKV:
+    """The cache protocol (``update(k, v, layer_idx)``) over slots of one :class:`KVPool`.
+
+    New keys of row ``b`` go to ``pool.keys[layer, slot_b, :, length_b : length_b + T]`` in one
+    indexed write per layer. When the rows are consecutive slots ``a, a + 1, ...`` the call
+    returns a view ``pool.keys[layer, a : a + B, :, :S]`` (``S = max(length) + T``, or the whole
+    capacity with ``full``; stale tails are masked out), else a gather of the rows.
+    """
+
+    def __init__(self, stores: Sequence[KVSlot], new_tokens: int, full: bool = False) -> None:
+        self.stores = list(stores)
+        self.pool = self.stores[0].pool
+        if any(s.pool is not self.pool for s in self.stores):
+            raise ValueError("rows of one call must share one KV pool")
+        self.t = int(new_tokens)
+        self.total = self.pool.capacity if full else max(s.length for s in self.stores) + self.t
+        slots = [s.slot for s in self.stores]
+        self._first = slots[0]
+        self._contiguous = slots == list(range(slots[0], slots[0] + len(slots)))
+        dev = self.pool.keys.device
+        self._slot_idx = torch.tensor(slots, device=dev, dtype=torch.long)
+        self._pos = torch.tensor([s.length for s in self.stores], device=dev, dtype=torch.long)[:, None] + \
+            torch.arange(self.t, device=dev, dtype=torch.long)[None, :]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any,
+               **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store ``[B, kv_heads, T, head_dim]`` keys/values; return ``[B, kv_heads, S, head_dim]``."""
+        out = []
+        for pool_t, new in ((self.pool.keys[layer_idx], key_states), (self.pool.values[layer_idx], value_states)):
+            if len(self.stores) == 1:
+                s = self.stores[0]
+                pool_t[s.slot, :, s.length : s.length + self.t] = new[0]
+            else:  # [S, H, C, D][slots[:, None], :, pos] is [B, T, H, D]
+                pool_t[self._slot_idx[:, None], :, self._pos] = new.transpose(1, 2).to(pool_t.dtype)
+            if self._contiguous:
+                out.append(pool_t[self._first : self._first + len(self.stores), :, : self.total])
+            else:
+                out.append(pool_t[:, :, : self.total].index_select(0, self._slot_idx))
+        return out[0], out[1]
+
+    def commit(self) -> None:
+        """Advance every row's length by the new tokens (after the forward)."""
+        for s in self.stores:
+            s.length += self.t
+
+    def positions(self, device: torch.device) -> torch.Tensor:
+        """``[B, T]`` int64 RoPE positions of the new tokens (buffer indices)."""
+        return self._pos.to(device)
+
+    def mask(self, device: torch.device, sliding_window: int | None = None) -> torch.Tensor:
+        """Bool ``[B, 1, T, S]`` mask (the rule of :meth:`BatchedKV.mask`)."""
+        q = self._pos.to(device)[:, None, :, None]
+        j = torch.arange(self.total, device=device)[None, None, None, :]
+        allowed = j <= q
+        if sliding_window is not None:
+            allowed = allowed & (j > q - int(sliding_window))
+        return allowed
+
+
+def kv_cache(stores: Sequence[Any], new_tokens: int, full: bool = False) -> BatchedKV | PooledKV:
+    """The cache object for one call: :class:`PooledKV` over pool slots (attending over the whole
+    capacity with ``full``), else :class:`BatchedKV`."""
+    if isinstance(stores[0], KVSlot):
+        return PooledKV(stores, new_tokens, full)
+    return BatchedKV(stores, new_tokens)
+
+
 @dataclass
 class Audio8State:
     """One session's streaming state (travels in ``StepRow.state``).
@@ -147,7 +359,9 @@ class Audio8State:
         audio_base: stream index of ``audio[0]``.
         chunks: audio chunks (clock steps of real audio or flush silence) received.
         windows_done: clock-step windows decoded = text tokens generated.
-        tower, decoder: KV stores of the audio tower and the decoder.
+        tower, decoder: KV caches of the audio tower and the decoder: :class:`KVSlot` rows of the
+            decoder's shared static pools (``cache="static"``) or private :class:`KVStore`
+            buffers (``cache="per_session"``).
         ledger: ``[window_tokens, H]`` fused decoder inputs of the cached positions.
         last_token: the previous generated token (next input).
         detok: byte-safe detokeniser.
@@ -159,8 +373,8 @@ class Audio8State:
 
     audio: np.ndarray
     audio_base: int
-    tower: KVStore
-    decoder: KVStore
+    tower: Any
+    decoder: Any
     ledger: torch.Tensor
     detok: IncrementalDetokenizer = field(default_factory=IncrementalDetokenizer)
     vad: TurnHysteresis = field(default_factory=TurnHysteresis)
@@ -171,13 +385,24 @@ class Audio8State:
     ending: bool = False
     trims: int = 0
     tower_rebases: int = 0
+    release: Any = None  # returns the pool slots (weakref.finalize: also when the state is dropped)
 
     def window_target(self, point: OperatingPoint) -> int:
-        """Windows decodable now: each needs the look-ahead of the chunk ``delay + 1`` later;
-        after the final row every received chunk gets its token (silence is synthesised)."""
+        """Windows decodable now: each needs the look-ahead of the chunk ``delay + 1`` later.
+
+        After the final row the stream is complete: ``chunks`` received chunks (real audio plus
+        the session's ``right_pad`` flush chunks) give ``chunks + 1`` tokens, the reference
+        schedule (``left_pad + delay + chunks + 1`` positions; the first token comes from the
+        last prompt position, so the ``+ 1`` position also yields one). Silence is synthesised
+        for the look-ahead the last windows need."""
         if self.ending:
-            return self.chunks
+            return self.chunks + 1 if self.chunks else 0
         return max(0, self.chunks - point.num_delay_tokens - 1)
+
+
+def _release_slots(tower_pool: KVPool, tower_slot: int, decoder_pool: KVPool, decoder_slot: int) -> None:
+    tower_pool.release(tower_slot)
+    decoder_pool.release(decoder_slot)
 
 
 @dataclass
@@ -208,9 +433,24 @@ class StreamingDecoder:
         trim_interval_tokens: extra tokens trimmed at once so trims happen every ~3 s.
         stable_prefix_tokens: ledger positions never trimmed (BOS + language + pads).
         tower_capacity: tower KV positions per session (<= ``max_position_embeddings``).
+        cache: ``"static"`` (default): every session is a row of two pre-allocated
+            :class:`KVPool` (tower, decoder), trimmed and re-based in place, and the rows of a
+            call attend straight from the pool; ``"per_session"``: each session owns private
+            :class:`KVStore` buffers that each call stacks (the earlier path; same tokens).
+        slots: sessions the static pools hold before they grow (the backend's ``B``).
+        fixed_shapes: with the static cache, steady steps attend over the whole pool capacity
+            under a mask, so their tensor shapes depend on the batch size alone (what CUDA-graph
+            capture or ``torch.compile`` without recompiles needs; extra attention work over
+            masked keys). Off by default until a GPU measurement shows it pays; same tokens.
+
+    Attributes:
+        profile: None, or a dict that :meth:`run` adds seconds to per stage (``frontend``,
+            ``tower``, ``decoder``; the device is synchronised at each boundary, so set it only
+            to measure).
 
     Raises:
-        ValueError: a window or capacity too small for the prompt.
+        ValueError: a window or capacity too small for the prompt, an unknown ``cache``, or
+            ``fixed_shapes`` without the static cache.
     """
 
     def __init__(
@@ -224,7 +464,16 @@ class StreamingDecoder:
         trim_interval_tokens: int,
         stable_prefix_tokens: int = STABLE_PREFIX_TOKENS,
         tower_capacity: int | None = None,
+        cache: str = "static",
+        slots: int = 1,
+        fixed_shapes: bool = False,
     ) -> None:
+        if cache not in ("static", "per_session"):
+            raise ValueError(f"unknown KV cache kind {cache!r}; choose 'static' or 'per_session'")
+        if fixed_shapes and cache != "static":
+            raise ValueError("fixed_shapes needs the static cache")
+        self.cache = cache
+        self.fixed_shapes = bool(fixed_shapes)
         self.model = model
         self.fe = feature_extractor
         self.point = point
@@ -254,31 +503,50 @@ class StreamingDecoder:
             )
         self.tower_capacity = int(cap)
         self.t_cond = model.t_cond(point.num_delay_tokens, point.frame_len_index)
+        self.profile: dict[str, float] | None = None
+        tcfg = model.config.text
+        self._tower_shape = (int(acfg.num_hidden_layers), int(acfg.num_attention_heads), int(acfg.head_dim))
+        head_dim = int(getattr(tcfg, "head_dim", None) or tcfg.hidden_size // tcfg.num_attention_heads)
+        self._decoder_shape = (int(tcfg.num_hidden_layers), int(tcfg.num_key_value_heads), head_dim)
+        self.tower_pool: KVPool | None = None
+        self.decoder_pool: KVPool | None = None
+        if cache == "static":
+            self.tower_pool = KVPool(*self._tower_shape, self.tower_capacity, slots, self.device, self.dtype)
+            self.decoder_pool = KVPool(*self._decoder_shape, self.window, slots, self.device, self.dtype)
 
     # -- state ---------------------------------------------------------------------------------
     def new_state(self, vad_threshold: float, vad_hysteresis: float) -> Audio8State:
-        """A fresh session: the left pad of zeros queued, empty caches."""
-        acfg, tcfg = self.model.config.audio, self.model.config.text
-        tower = KVStore(int(acfg.num_hidden_layers), int(acfg.num_attention_heads), int(acfg.head_dim),
-                        self.tower_capacity, self.device, self.dtype)
-        head_dim = int(getattr(tcfg, "head_dim", None) or tcfg.hidden_size // tcfg.num_attention_heads)
-        decoder = KVStore(int(tcfg.num_hidden_layers), int(tcfg.num_key_value_heads), head_dim, self.window,
-                          self.device, self.dtype)
-        ledger = torch.zeros(self.window, int(tcfg.hidden_size), device=self.device, dtype=self.dtype)
+        """A fresh session: the left pad of zeros queued, empty caches (a free row of each static
+        pool, given back when the stream is decoded to its end or the state is dropped)."""
+        tower: Any
+        decoder: Any
+        if self.tower_pool is not None and self.decoder_pool is not None:
+            tower = KVSlot(self.tower_pool, self.tower_pool.acquire())
+            decoder = KVSlot(self.decoder_pool, self.decoder_pool.acquire())
+        else:
+            tower = KVStore(*self._tower_shape, self.tower_capacity, self.device, self.dtype)
+            decoder = KVStore(*self._decoder_shape, self.window, self.device, self.dtype)
+        hidden = int(self.model.config.text.hidden_size)
+        ledger = torch.zeros(self.window, hidden, device=self.device, dtype=self.dtype)
         pad = np.zeros(self.point.left_pad_tokens * self.point.samples_per_token, dtype=np.float32)
-        return Audio8State(audio=pad, audio_base=0, tower=tower, decoder=decoder, ledger=ledger,
-                           vad=TurnHysteresis(vad_threshold, vad_hysteresis))
+        state = Audio8State(audio=pad, audio_base=0, tower=tower, decoder=decoder, ledger=ledger,
+                            vad=TurnHysteresis(vad_threshold, vad_hysteresis))
+        if isinstance(tower, KVSlot):
+            state.release = weakref.finalize(state, _release_slots, tower.pool, tower.slot, decoder.pool,
+                                             decoder.slot)
+        return state
 
     def push_audio(self, state: Audio8State, chunk: np.ndarray | None, last: bool) -> None:
         """Queue one chunk (``[samples_per_token] float32``) and, on the final row, the silence
-        the remaining windows need (delay + 1 clock steps and the look-ahead)."""
+        the remaining windows need (up to window ``chunks``: delay + 2 clock steps and the
+        look-ahead)."""
         if chunk is not None:
             state.audio = np.concatenate([state.audio, np.asarray(chunk, dtype=np.float32)])
             state.chunks += 1
         if last and not state.ending:
             state.ending = True
             if state.chunks:
-                _, end, _ = window_bounds(self.point, state.chunks - 1)
+                _, end, _ = window_bounds(self.point, state.chunks)  # the last window
                 missing = end - (state.audio_base + len(state.audio))
                 if missing > 0:
                     state.audio = np.concatenate([state.audio, np.zeros(missing, dtype=np.float32)])
@@ -292,23 +560,43 @@ class StreamingDecoder:
             Per state, the tokens decoded in this call, in order.
         """
         outs: list[list[TokenOut]] = [[] for _ in states]
+        for s in states:
+            if s.release is not None and not s.release.alive:
+                raise RuntimeError("this Audio8 stream was decoded to its end; start a new state")
         while True:
             ready = [i for i, s in enumerate(states) if s.windows_done < s.window_target(self.point)]
             if not ready:
-                return outs
-            first = [i for i in ready if states[i].windows_done == 0]
-            rest = [i for i in ready if states[i].windows_done > 0]
-            for i in first:  # the prompt prefill has its own width: one row at a time
-                outs[i] += self._advance([states[i]])
+                break
+            first = sorted((i for i in ready if states[i].windows_done == 0), key=lambda i: _slot(states[i]))
+            # rows in slot order: consecutive static-pool rows attend from a view, no gather
+            rest = sorted((i for i in ready if states[i].windows_done > 0), key=lambda i: _slot(states[i]))
+            if first:  # prompt prefills share their own width: one call for all of them
+                for i, tok in zip(first, self._advance([states[i] for i in first])):
+                    outs[i].append(tok)
             if rest:
                 for i, tok in zip(rest, self._advance([states[i] for i in rest])):
                     outs[i].append(tok)
+        for s in states:  # decoded to its end: the pool rows are free for the next stream
+            if s.ending and s.release is not None and s.windows_done >= s.window_target(self.point):
+                s.release()
+        return outs
+
+    def _lap(self, name: str, t0: float) -> float:
+        """Add the time since ``t0`` to ``profile[name]`` (device synchronised); returns now."""
+        if self.profile is None:
+            return t0
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        now = time.perf_counter()
+        self.profile[name] = self.profile.get(name, 0.0) + now - t0
+        return now
 
     def _advance(self, states: list[Audio8State]) -> list[TokenOut]:
         """One window for each of ``states`` (all at k == 0 alone, or all at k >= 1)."""
         p = self.point
         k0 = states[0].windows_done
         n_tok = p.prefill_tokens if k0 == 0 else 1
+        t0 = time.perf_counter() if self.profile is not None else 0.0
         windows = []
         for s in states:
             start, end, n = window_bounds(p, s.windows_done)
@@ -324,6 +612,7 @@ class StreamingDecoder:
         if frames.shape[1] < n_frames:
             raise RuntimeError(f"front end gave {frames.shape[1]} frames, the step needs {n_frames}")
         frames = frames[:, -n_frames:]
+        t0 = self._lap("frontend", t0)
 
         # audio tower with each session's cache (re-based before positions leave the buffer)
         for s in states:
@@ -333,10 +622,12 @@ class StreamingDecoder:
                 s.tower.drop_front(shift)
                 s.tower.rotate(shift, self.model.audio_tower.rotary_emb)
                 s.tower_rebases += 1
-        tcache = BatchedKV([s.tower for s in states], n_frames)
+        full = self.fixed_shapes and k0 > 0
+        tcache = kv_cache([s.tower for s in states], n_frames, full)
         hidden = self.model.tower(frames, tcache.positions(self.device), tcache.mask(self.device, self.sliding), tcache)
         tcache.commit()
         audio_embeds = self.model.multi_modal_projector(hidden, p.frame_len)  # [B, n_tok, H]
+        t0 = self._lap("tower", t0)
 
         if k0 == 0:
             ids = torch.tensor([self.prompt_ids] * len(states), device=self.device)
@@ -344,22 +635,24 @@ class StreamingDecoder:
             ids = torch.tensor([[s.last_token] for s in states], device=self.device)
         fused = self.model.embed_tokens(ids) + audio_embeds.to(self.dtype)
 
-        # decoder: rows that overflow the rolling window are trimmed and re-prefilled alone
+        # decoder: rows that overflow the rolling window are trimmed and re-prefilled (together)
         last_hidden: list[torch.Tensor | None] = [None] * len(states)
         plain = []
+        trim = []
         for b, s in enumerate(states):
-            if s.decoder.length + n_tok > self.window:
-                last_hidden[b] = self._trim_and_prefill(s, fused[b])
-            else:
-                plain.append(b)
+            (trim if s.decoder.length + n_tok > self.window else plain).append(b)
+        if trim:
+            for b, h_last in zip(trim, self._trim_and_prefill([states[b] for b in trim], fused[trim])):
+                last_hidden[b] = h_last
         if plain:
             stores = [states[b].decoder for b in plain]
-            dcache = BatchedKV(stores, n_tok)
+            dcache = kv_cache(stores, n_tok, full)
             for b in plain:
                 s = states[b]
                 s.ledger[s.decoder.length : s.decoder.length + n_tok] = fused[b]
-            mask = None if (len(plain) == 1 and n_tok == 1) else dcache.mask(self.device)
-            h = self.model.decoder(fused[plain], dcache.positions(self.device), mask, dcache, self.t_cond)
+            mask = None if (len(plain) == 1 and n_tok == 1 and not full) else dcache.mask(self.device)
+            rows = fused if len(plain) == len(states) else fused[plain]
+            h = self.model.decoder(rows, dcache.positions(self.device), mask, dcache, self.t_cond)
             dcache.commit()
             for j, b in enumerate(plain):
                 last_hidden[b] = h[j, -1]
@@ -369,6 +662,7 @@ class StreamingDecoder:
         tokens = logits.argmax(dim=-1).tolist()
         vad = self.model.vad_probabilities(hl)
         eot = vad[..., 0].tolist() if vad is not None else [[] for _ in states]
+        self._lap("decoder", t0)
 
         out = []
         for b, s in enumerate(states):
@@ -384,17 +678,37 @@ class StreamingDecoder:
                 s.audio_base = nxt
         return out
 
-    def _trim_and_prefill(self, s: Audio8State, new: torch.Tensor) -> torch.Tensor:
-        """Drop whole clock steps after the stable prefix and rebuild the decoder cache from the
-        kept fused inputs plus ``new`` (``[T, H]``) at positions ``0..``; returns the last hidden state."""
-        length = s.decoder.length
-        overflow = length + new.shape[0] - self.window
-        count = min(overflow + self.interval - 1, length - self.stable)
-        kept = torch.cat([s.ledger[: self.stable], s.ledger[self.stable + count : length], new])
-        s.ledger[: kept.shape[0]] = kept
-        s.decoder.length = 0
-        cache = BatchedKV([s.decoder], kept.shape[0])
-        h = self.model.decoder(kept[None], cache.positions(self.device), None, cache, self.t_cond)
-        cache.commit()
-        s.trims += 1
-        return h[0, -1]
+    def _trim_and_prefill(self, states: list[Audio8State], new: torch.Tensor) -> list[torch.Tensor]:
+        """Drop whole clock steps after the stable prefix and rebuild each session's decoder cache
+        from its kept fused inputs plus ``new`` (``[B, T, H]``) at positions ``0..``.
+
+        In place: the kept ledger rows move down over the dropped ones (no temporary), and the
+        re-prefill writes the sessions' caches from position 0 (pool rows or private buffers).
+        Sessions whose kept context has the same length share one call (sessions in lock step
+        overflow on the same step with the same length).
+
+        Returns:
+            Per session, the last position's ``[H]`` hidden state.
+        """
+        lengths = []
+        for s, row in zip(states, new):
+            length = s.decoder.length
+            overflow = length + row.shape[0] - self.window
+            count = min(overflow + self.interval - 1, length - self.stable)
+            _move_front(s.ledger[self.stable :], 0, count, length - self.stable)
+            n = length - count
+            s.ledger[n : n + row.shape[0]] = row
+            lengths.append(n + row.shape[0])
+            s.decoder.length = 0
+            s.trims += 1
+        out: list[torch.Tensor | None] = [None] * len(states)
+        for n in sorted(set(lengths)):
+            group = sorted((b for b, m in enumerate(lengths) if m == n), key=lambda b: _slot(states[b]))
+            rows = [states[b] for b in group]
+            cache = kv_cache([s.decoder for s in rows], n)
+            inputs = rows[0].ledger[None, :n] if len(rows) == 1 else torch.stack([s.ledger[:n] for s in rows])
+            h = self.model.decoder(inputs, cache.positions(self.device), None, cache, self.t_cond)  # causal
+            cache.commit()
+            for j, b in enumerate(group):
+                out[b] = h[j, -1]
+        return out  # type: ignore[return-value]

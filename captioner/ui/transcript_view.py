@@ -1,0 +1,199 @@
+"""TranscriptView: the running transcript pane and the not-yet-closed text under it.
+
+Each closed segment is one line, ``[m:ss] Source: text``; a segment announced again
+(re-closed as the end of a turn after a sentence/length split) updates its line
+instead of adding a copy. Runs are separated by "— new session —" (added only when
+the new run's first line arrives, so a Start that fails leaves no empty separator)
+and a recovered journal by "— recovered session —". Under the pane a label shows the
+final text of the open segments and the partial tail, styled apart.
+
+This is a view: it keeps no transcript of its own beyond what it shows, and writes
+no files (the session model and :mod:`captioner.transcript` do).
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QPalette, QTextCursor
+from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
+
+from captioner.engine.qt_emit import emit
+from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.ui.overlay import contrast_ratio
+from captioner.ui.qt_helpers import format_time
+
+#: Height (px) the transcript pane always keeps (about five lines).
+MIN_TRANSCRIPT_PX = 110
+#: Separator lines.
+NEW_SESSION = "— new session —"
+RECOVERED_SESSION = "— recovered session —"
+
+
+def partial_colour(text: QColor, background: QColor, minimum: float = 4.5) -> str:
+    """A colour for unstable text: halfway from ``text`` to ``background``, moved back towards
+    ``text`` until it reaches ``minimum`` contrast (WCAG AA, the overlay's rule)."""
+    for step in range(50, -1, -5):  # percent of the way towards the background
+        f = step / 100.0
+        c = QColor.fromRgbF(*(t + (b - t) * f for t, b in zip(
+            (text.redF(), text.greenF(), text.blueF()), (background.redF(), background.greenF(), background.blueF()))))
+        if contrast_ratio(c, background) >= minimum and c.name() != text.name():
+            return c.name()
+    return text.name()
+
+
+def segment_line(source: str, start: float, text: str) -> str:
+    """The pane's line for one segment."""
+    return f"[{format_time(start)}] {source + ': ' if source else ''}{text.strip()}"
+
+
+class TranscriptView(QWidget):
+    """The transcript pane (read-only text) and the live line under it.
+
+    Signals:
+        line_added(str): each line appended to the pane.
+    """
+
+    line_added = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.editor = QPlainTextEdit()
+        self.editor.setReadOnly(True)
+        self.editor.setPlaceholderText("The transcript appears here, with times and sources.")
+        self.editor.setMinimumHeight(MIN_TRANSCRIPT_PX)
+        self.live_label = QLabel("")
+        self.live_label.setWordWrap(True)
+        self.live_label.setTextFormat(Qt.TextFormat.RichText)
+        self.live_label.setObjectName("live")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.editor, 1)
+        lay.addWidget(self.live_label)
+        self._open_text: dict[str, str] = {}
+        self._partials: dict[str, str] = {}
+        #: (source, start, text) of each segment shown -> its block in the pane.
+        self._segment_blocks: dict[tuple, int] = {}
+        self._separator_pending = False
+
+    # -- runs --------------------------------------------------------------------------------
+    def begin_run(self) -> None:
+        """A new run starts: its first line will come after a "— new session —" separator."""
+        self._separator_pending = self.editor.document().characterCount() > 1
+        self._segment_blocks.clear()
+        self._open_text.clear()
+        self._partials.clear()
+        self._render_live()
+
+    def end_run(self) -> None:
+        """The run ended: nothing is open any more."""
+        self._partials.clear()
+        self._open_text.clear()
+        self._render_live()
+
+    def add_recovered(self, segments) -> None:
+        """Show a recovered session's segments under a "— recovered session —" line."""
+        self.append_line(RECOVERED_SESSION)
+        for seg in segments:
+            if seg.text.strip():
+                self.append_line(segment_line(seg.source, seg.start, seg.text))
+
+    # -- events ------------------------------------------------------------------------------
+    def apply_event(self, ev: Event) -> None:
+        """Follow the open text and partial tails (text deltas and turn boundaries)."""
+        if isinstance(ev, TextDelta):
+            if ev.final:
+                self._open_text[ev.source] = self._open_text.get(ev.source, "") + ev.text
+                self._partials.pop(ev.source, None)
+            else:
+                self._partials[ev.source] = ev.text
+            self._render_live()
+        elif isinstance(ev, TurnBoundary):
+            self._render_live()
+
+    def show_segment(self, seg) -> bool:
+        """Show a closed segment once (a segment announced again updates its line).
+
+        Returns:
+            True when a new line with text was added.
+        """
+        key = (seg.source, seg.start, seg.text)
+        line = segment_line(seg.source, seg.start, seg.text)
+        block = self._segment_blocks.get(key)
+        if block is not None:
+            self._replace_line(block, line)
+            return False
+        rest = self._open_text.get(seg.source, "")
+        self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""
+        added = False
+        if seg.text.strip():
+            if self._separator_pending:
+                self._separator_pending = False
+                self.append_line(NEW_SESSION)
+            self._segment_blocks[key] = self.append_line(line)
+            added = True
+        self._render_live()
+        return added
+
+    # -- text --------------------------------------------------------------------------------
+    def append_line(self, line: str) -> int:
+        """Append one line to the pane; returns its block number.
+
+        The user's selection and scroll position stay as they were (they may be reading
+        back or copying); a pane scrolled to the end with nothing selected follows the
+        new line.
+        """
+        ed = self.editor
+        bar = ed.verticalScrollBar()
+        mine = ed.textCursor()
+        anchor, position = mine.anchor(), mine.position()
+        follow = bar.value() >= bar.maximum() and not mine.hasSelection()
+        kept = bar.value()
+        doc = ed.document()
+        end = QTextCursor(doc)
+        end.movePosition(QTextCursor.MoveOperation.End)
+        if not doc.isEmpty():
+            end.insertBlock()
+        end.insertText(line)
+        restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
+        restored.setPosition(anchor)
+        restored.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+        ed.setTextCursor(restored)
+        bar.setValue(bar.maximum() if follow else kept)
+        emit(self.line_added, line)
+        return doc.blockCount() - 1
+
+    def _replace_line(self, block_number: int, line: str) -> None:
+        block = self.editor.document().findBlockByNumber(block_number)
+        if not block.isValid() or block.text() == line:
+            return
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(line)
+
+    def toPlainText(self) -> str:  # noqa: N802 - mirrors QPlainTextEdit for scripts and tests
+        """Everything the pane shows."""
+        return self.editor.toPlainText()
+
+    def has_open_text(self) -> bool:
+        """True while final text of an open segment is shown under the pane."""
+        return any(t.strip() for t in self._open_text.values())
+
+    def _render_live(self) -> None:
+        pal = self.live_label.palette()
+        colour = partial_colour(pal.color(QPalette.ColorRole.WindowText), pal.color(QPalette.ColorRole.Window))
+        parts = []
+        for source in dict.fromkeys(list(self._open_text) + list(self._partials)):
+            final = self._open_text.get(source, "").strip()
+            partial = self._partials.get(source, "").strip()
+            if not final and not partial:
+                continue
+            label = f"<b>{html.escape(source)}:</b> " if source else ""
+            tail = f" <i style='color:{colour}'>{html.escape(partial)}</i>" if partial else ""
+            parts.append(f"{label}{html.escape(final)}{tail}")
+        self.live_label.setText("<br>".join(parts))
+
+    def live_text(self) -> str:
+        """The not-yet-closed text shown under the pane (rich text)."""
+        return self.live_label.text()

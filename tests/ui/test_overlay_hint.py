@@ -1,0 +1,37 @@
+"""Issue 13: the overlay's empty-state hint is never clipped (a narrow overlay cut it off) and
+stays readable at low background opacity."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QFontMetricsF
+
+from captioner.ui.overlay import MARGIN, CaptionOverlay, contrast_ratio, panel_over
+from captioner.ui.settings import Keys
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.mark.parametrize("size", [(160, 40), (300, 110), (420, 80), (900, 130), (1800, 300)])
+def test_the_hint_fits_the_overlay(qtbot, settings, size):
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    ov.setMinimumSize(1, 1)
+    ov.resize(*size)
+    font, rect, text = ov.hint_layout()
+    inner = QRectF(ov.rect()).adjusted(MARGIN / 2, MARGIN / 2, -MARGIN / 2, -MARGIN / 2)
+    assert text and inner.contains(rect), (size, rect, text)
+    # the text really fits the rectangle it is given (nothing drawn outside it)
+    flags = ov.HINT_FLAGS
+    needed = QFontMetricsF(font).boundingRect(rect, flags, text)
+    assert needed.width() <= rect.width() + 1 and needed.height() <= rect.height() + 1, (size, text)
+
+
+def test_the_hint_is_readable_at_low_opacity(qtbot, settings):
+    settings.set(Keys.OVERLAY_OPACITY, 0.05)
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    for backdrop in (QColor("#ffffff"), QColor("#000000"), QColor("#ffff66")):
+        behind = panel_over(ov.background_color, ov.hint_backdrop_opacity(), backdrop)
+        assert contrast_ratio(ov.hint_colour(), behind) >= 4.5, backdrop.name()

@@ -1,0 +1,66 @@
+"""Issue 13, bug 3 and the colour buttons: the settings dialog refuses a shortcut another action
+already uses, shortcut fields take one key combination, colour buttons stay readable."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QColor, QKeySequence
+
+from captioner.ui.overlay import contrast_ratio
+from captioner.ui.settings import Keys
+from captioner.ui.settings_dialog import ColorButton, SettingsDialog
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def dialog(qtbot, settings):
+    d = SettingsDialog(settings)
+    qtbot.addWidget(d)
+    d.show()
+    return d
+
+
+def test_a_shortcut_used_by_another_action_is_refused(dialog, settings, qtbot):
+    overlay_keys = settings.get(Keys.SHORTCUT_TOGGLE_OVERLAY)
+    dialog.shortcut_start.setKeySequence(QKeySequence(overlay_keys))
+    applied = []
+    dialog.applied.connect(lambda: applied.append(True))
+    assert dialog.apply() is False
+    assert not applied
+    assert settings.get(Keys.SHORTCUT_START_STOP) == Keys.SHORTCUT_START_STOP.default  # nothing written
+    assert dialog.error_label.isVisible()
+    assert "Show/hide overlay" in dialog.error_label.text() and overlay_keys in dialog.error_label.text()
+    dialog.accept()  # OK with a clash keeps the dialog open
+    assert dialog.isVisible()
+    # fixing it clears the message and applies
+    dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+C"))
+    assert dialog.apply() is True and applied == [True]
+    assert not dialog.error_label.isVisible()
+    assert settings.get(Keys.SHORTCUT_START_STOP) == "Ctrl+Alt+C"
+
+
+def test_the_window_s_own_shortcuts_are_taken_too(dialog, settings):
+    dialog.shortcut_click.setKeySequence(QKeySequence("Ctrl+Q"))
+    assert dialog.apply() is False
+    assert "Quit" in dialog.error_label.text()
+
+
+def test_shortcut_fields_take_one_key_combination(dialog):
+    for edit in (dialog.shortcut_start, dialog.shortcut_overlay, dialog.shortcut_click):
+        assert edit.maximumSequenceLength() == 1
+
+
+@pytest.mark.parametrize("colour", ["#ffff00", "#ffffff", "#00ff00", "#000000", "#0000ff", "#cfe8ff", "#808080"])
+def test_colour_button_text_is_readable(qtbot, colour):
+    button = ColorButton(colour)
+    qtbot.addWidget(button)
+    assert contrast_ratio(QColor(button.text_colour), QColor(colour)) >= 4.5
+
+
+def test_a_clash_already_in_the_settings_file_is_reported_not_bound_twice(make_window, settings):
+    settings.set(Keys.SHORTCUT_START_STOP, settings.get(Keys.SHORTCUT_TOGGLE_OVERLAY))  # an old, hand-edited file
+    win, _ = make_window()
+    bound = [a.shortcut().toString() for a in (win.start_action, win.overlay_action, win.click_through_action)]
+    assert len([b for b in bound if b]) == len({b for b in bound if b})
+    assert "shortcuts" in [m[2] for m in win.messages.messages()]
