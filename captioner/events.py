@@ -47,9 +47,12 @@ class TurnBoundary:
 
     Attributes:
         time: stream time (s) of the boundary.
-        kind: what decided it: ``"semantic_vad"`` (Audio8 VAD heads),
-            ``"line"`` (the default model closed a line after a pause),
-            ``"end_of_stream"`` (``end()`` was called).
+        kind: what decided it: ``"semantic"`` (the engine's end-of-turn classifier,
+            smart-turn, at a pause), ``"semantic_vad"`` (Audio8's VAD heads),
+            ``"silence"`` (the long-silence limit passed), ``"end_of_stream"``
+            (``end()`` was called). A backend may also emit ``"line"`` (the default
+            model closed a line after a pause); sessions drop it, since a line end is
+            not a turn end.
         probability: end-of-turn probability in [0, 1] when a model gave one,
             else 1.0.
         source: session label, filled in by the session.
@@ -75,6 +78,28 @@ class VadProbabilities:
     time: float
     horizons: tuple[float, ...]
     eot: tuple[float, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class VoiceActivity:
+    """What the speaker of one source is doing, for a live indicator (any backend).
+
+    Emitted by the session when the state changes (and about twice a second while
+    someone speaks or pauses), never per audio window.
+
+    Attributes:
+        time: stream time (s).
+        speech: speech probability 0..1 from the voice-activity detector (Silero, or
+            1 - Audio8's shortest-horizon end-of-turn probability).
+        state: ``"speaking"``, ``"pause"`` (silence inside a turn), ``"turn_over"``
+            (a turn boundary fired; until speech resumes) or ``"idle"`` (no turn yet).
+        source: session label.
+    """
+
+    time: float
+    speech: float
+    state: str
     source: str = ""
 
 
@@ -135,7 +160,7 @@ class Notice:
     source: str = ""
 
 
-Event = Union[TextDelta, TurnBoundary, VadProbabilities, Stats, Level, Notice]
+Event = Union[TextDelta, TurnBoundary, VadProbabilities, VoiceActivity, Stats, Level, Notice]
 
 
 def with_source(event: Event, source: str) -> Event:
@@ -151,5 +176,6 @@ __all__ = [
     "TextDelta",
     "TurnBoundary",
     "VadProbabilities",
+    "VoiceActivity",
     "with_source",
 ]

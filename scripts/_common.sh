@@ -44,5 +44,10 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
     *audio8*) "${pip[@]}" install "torch==2.13.0" ;;  # CPU wheel; never an unpinned CUDA build
   esac
   "${pip[@]}" install -e "$repo$extras"
+  # pipecat-ai only for the two ONNX models and smart-turn analyzer in its wheel: without its ~0.5 GB of
+  # dependencies (what those modules import is in pyproject's dependencies). Spec from the smart-turn extra.
+  local turn_spec
+  turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  "${pip[@]}" install --no-deps "$turn_spec"
   echo "$want" > "$stamp"
 }

@@ -63,7 +63,9 @@ def main() -> int:
         segments = len(gui.window.recorder.transcript.segments)
         has_partial = any(v.partial for v in lines)
         timed_out = time.monotonic() - t0 > MAX_WAIT_S
-        if not state["live_shot"] and ((segments >= 2 and has_partial) or timed_out):
+        at = os.environ.get("LIVE_SHOT_AT_S")  # a fixed moment of playback instead (turn cases)
+        due = time.monotonic() - t0 >= float(at) if at else segments >= 2 and has_partial
+        if not state["live_shot"] and (due or timed_out):
             state["live_shot"] = True
             shot("overlay_live.png")
             return

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Screenshot of the real app's caption overlay over other windows, under Xvfb + xcompmgr.
 #
-#   tests/gui_screenshot.sh [OUT_DIR]      (default: out/)
+#   tests/gui_screenshot.sh [OUT_DIR]      (default: out/; SPEECH_WAV=file.wav plays that file instead)
 #
 # Needs: Xvfb, xcompmgr (translucency; without it the overlay is opaque black),
 # ImageMagick (display, import), espeak-ng, libxcb-icccm4 libxcb-keysyms1
@@ -24,9 +24,13 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT
 mkdir -p "$OUT"
 
-espeak-ng -s 150 -w "$WORK/speech.wav" "Good morning everyone. Thank you for joining the call today. \
+if [ -n "${SPEECH_WAV:-}" ]; then  # e.g. a thinking pause or a speaker change (tests/test_turns.py cases)
+  cp "$SPEECH_WAV" "$WORK/speech.wav"
+else
+  espeak-ng -s 150 -w "$WORK/speech.wav" "Good morning everyone. Thank you for joining the call today. \
 We will start with the quarterly report, and then talk about the new release. \
 Please send your questions before Friday."
+fi
 
 Xvfb "$DISPLAY_NUM" -screen 0 1280x800x24 -nolisten tcp &
 pids+=($!)

@@ -228,7 +228,7 @@ def test_vad_hysteresis_fires_once_per_pause():
 def test_turn_boundaries_follow_the_selected_horizon(tiny_dir):
     b = load_audio8_backend(tiny_dir, vad_horizon_s=0.5, vad_threshold=0.2, vad_hysteresis=0.05,
                             check_speed=False)
-    s = StreamingSession(b, "mic")
+    s = StreamingSession(b, "mic", turns=False)  # the backend's own boundaries, before the session's turn rules
     events = s.feed(make_audio(4.0, seed=21)) + s.end()
     ref = TurnHysteresis(0.2, 0.05)
     expected = [v.time for v in events if isinstance(v, VadProbabilities) and ref.update(v.eot[0])]

@@ -72,12 +72,17 @@ class Backend(abc.ABC):
         batch_size: ``B``, the most sessions one :meth:`step` call decodes.
         flush_chunks: whole chunks of silence appended by ``end()`` after the last
             audio chunk (Audio8: ``right_pad_text_tokens`` = 10; TFLite: 0).
+        turn_source: who decides turn ends. ``"audio"`` (default): the session's
+            :class:`~captioner.engine.turns.TurnDetector` (VAD + smart-turn) does, and
+            the backend's own boundaries (a line model's ``"line"``) are dropped.
+            ``"model"``: the backend's semantic boundaries (Audio8 VAD heads) are kept.
     """
 
     name: str = "backend"
     geometry: ChunkGeometry
     batch_size: int = 1
     flush_chunks: int = 0
+    turn_source: str = "audio"
 
     @property
     def sample_rate(self) -> int:

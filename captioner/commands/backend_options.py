@@ -27,8 +27,11 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None, help="Audio8: weight dtype")
     p.add_argument("--vad-horizon", type=float, default=1.0, choices=(0.5, 1.0, 2.0, 3.0),
                    help="Audio8: semantic-VAD horizon in s that decides turn ends (default 1.0)")
-    p.add_argument("--vad-threshold", type=float, default=0.5,
-                   help="Audio8: end-of-turn probability that ends a turn (0-1, default 0.5)")
+    p.add_argument("--vad-threshold", "--turn-threshold", dest="vad_threshold", type=float, default=0.5,
+                   help="end-of-turn probability a pause needs to end a turn, any backend (0-1, default 0.5; "
+                        "lower ends turns sooner)")
+    p.add_argument("--silence-limit", type=float, default=3.0,
+                   help="seconds of silence that end a turn whatever the end-of-turn model says (default 3)")
 
 
 #: Clock and delay used when the user gives none (model card: 80 ms clock, 480 ms delay).
@@ -61,6 +64,8 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
             return str(exc)
     if not 0.0 < args.vad_threshold < 1.0:
         return f"--vad-threshold must be between 0 and 1, got {args.vad_threshold}"
+    if not args.silence_limit > 0:
+        return f"--silence-limit must be more than 0 s, got {args.silence_limit}"
     if args.backend == "default" and args.language != "en":
         return "the default model is English-only; use --backend audio8 for Chinese"
     return None
@@ -95,6 +100,13 @@ def check_output_path(path: str | None) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"cannot write {path}: the folder {folder} is not writable; choose another folder"
     return None
+
+
+def turn_settings(args: argparse.Namespace):
+    """The :class:`~captioner.engine.turns.TurnSettings` of ``--vad-threshold`` and ``--silence-limit``."""
+    from captioner.engine.turns import TurnSettings
+
+    return TurnSettings(threshold=args.vad_threshold, silence_s=args.silence_limit)
 
 
 def open_backend(args: argparse.Namespace):

@@ -32,6 +32,7 @@ from captioner.commands.backend_options import (
     check_backend_arguments,
     check_output_path,
     open_backend,
+    turn_settings,
 )
 from captioner.events import Event, Notice, TextDelta
 from captioner.transcript.live import LiveTranscript
@@ -188,7 +189,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
     try:
-        live = LiveCaptioner(backend, sources, collector)
+        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
         live.start()
     except (SourceError, ValueError) as exc:
         collector.finish()

@@ -30,6 +30,7 @@ from captioner.commands.backend_options import (
     check_backend_arguments,
     check_output_path,
     open_backend,
+    turn_settings,
 )
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
@@ -136,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     label = args.label or Path(args.audio).name
     live, notice = LiveTranscript.start(backend=backend.describe(), sources=[label], metadata={"audio": args.audio})
     _notice(notice)
-    session = StreamingSession(backend, label)
+    session = StreamingSession(backend, label, turn_settings(args))
     block = backend.geometry.chunk_step
     rate = backend.sample_rate
     progress = _Progress(len(audio) / rate)
@@ -151,10 +152,14 @@ def run(args: argparse.Namespace) -> int:
                     time.sleep(wait)  # pacing like a live device, not synchronisation
             for ev in session.feed(piece):
                 _notice(live.add(ev))
+                if isinstance(ev, Notice):
+                    _notice(ev)  # e.g. the end-of-turn model is unavailable
             progress.update((i + len(piece)) / rate)
         stats = session.stats()
         for ev in session.end():
             _notice(live.add(ev))
+            if isinstance(ev, Notice):
+                _notice(ev)
     except KeyboardInterrupt:
         _notice(live.close())
         _error("interrupted; the text so far is in the journal " + str(live.transcript.metadata.get("journal", "")))

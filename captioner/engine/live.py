@@ -7,8 +7,8 @@ backend. Its thread pulls every queued block from every source, feeds them with
 :func:`~captioner.engine.session.feed_many` (so the sources share model calls, up
 to the backend's ``B`` rows per call), and hands every event to ``on_event``:
 
-* :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities``
-  from the sessions, labelled with the source's current label;
+* :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities`` /
+  ``VoiceActivity`` from the sessions, labelled with the source's current label;
 * :class:`~captioner.events.Level` per source, about 20 per second;
 * :class:`~captioner.events.Stats` per source about once a second (backlog =
   audio queued at the source + audio waiting in the session; dropped seconds and
@@ -54,7 +54,8 @@ from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
 from captioner.engine.session import StreamingSession, feed_many
-from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities
+from captioner.engine.turns import TurnSettings
+from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ class LiveCaptioner:
         poll_s: longest sleep of the capture thread when no audio arrives (s);
             sources wake it earlier as soon as they queue audio.
         clock: monotonic clock (s), shared with the sources' watchdog times.
+        turns: how turns end in every session (``None``: the defaults; see
+            :class:`~captioner.engine.turns.TurnSettings`).
 
     Raises:
         ValueError: no sources, duplicate labels, or a rate mismatch.
@@ -118,6 +121,7 @@ class LiveCaptioner:
         max_backlog_s: float = 30.0,
         poll_s: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
+        turns: TurnSettings | None = None,
     ) -> None:
         if not sources:
             raise ValueError("LiveCaptioner needs at least one source")
@@ -141,6 +145,7 @@ class LiveCaptioner:
         self.max_backlog_s = float(max_backlog_s)
         self.poll_s = float(poll_s)
         self.clock = clock
+        self.turns = turns
         self.time_offset = 0.0
         self._lanes: list[_Lane] = []
         self._threads: list[threading.Thread] = []
@@ -182,7 +187,7 @@ class LiveCaptioner:
                 s.stop()
             raise
         self._lanes = [
-            _Lane(s, StreamingSession(self.backend, s.label), LevelMeter(s.label, s.target_rate, self.level_interval_s))
+            _Lane(s, StreamingSession(self.backend, s.label, self.turns), LevelMeter(s.label, s.target_rate, self.level_interval_s))
             for s in self.sources
         ]
         self._halt.clear()
@@ -409,6 +414,6 @@ def _shift(event: Event, offset: float) -> Event:
     """``event`` with its stream times moved by ``offset`` seconds (continued runs)."""
     if isinstance(event, TextDelta):
         return dataclasses.replace(event, start=event.start + offset, end=event.end + offset)
-    if isinstance(event, (TurnBoundary, VadProbabilities)):
+    if isinstance(event, (TurnBoundary, VadProbabilities, VoiceActivity)):
         return dataclasses.replace(event, time=event.time + offset)
     return event

@@ -63,6 +63,9 @@ class EngineConfig:
         language: ``"en"`` or ``"zh"``.
         sources: the sources to caption, one session each.
         options: extra keyword arguments for ``load_backend`` as ``(name, value)`` pairs.
+        turns: how turns end (a :class:`captioner.engine.turns.TurnSettings`), handed to
+            the pipeline factory; ``None`` = its defaults (and a factory that takes no
+            ``turns`` keyword works unchanged).
     """
 
     backend: str = "default"
@@ -72,6 +75,7 @@ class EngineConfig:
     language: str = "en"
     sources: tuple[SourceSpec, ...] = ()
     options: tuple[tuple[str, Any], ...] = ()
+    turns: Any = None
 
     def backend_key(self) -> tuple:
         """What identifies a loaded backend: a run with the same key reuses it."""
@@ -138,11 +142,13 @@ def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
     return sources
 
 
-def default_pipeline_factory(backend: Any, sources: list, on_event: Callable[[Event], None]) -> Pipeline:
-    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner``."""
+def default_pipeline_factory(
+    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None
+) -> Pipeline:
+    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner`` (``turns``: TurnSettings or None)."""
     from captioner.engine.live import LiveCaptioner
 
-    return LiveCaptioner(backend, sources, on_event)
+    return LiveCaptioner(backend, sources, on_event, turns=turns)
 
 
 #: Formats the file source reads (libsndfile through soundfile, see captioner.audio.fileio).
@@ -199,7 +205,8 @@ class EngineWorker(QObject):
     Args:
         backend_factory: ``config -> Backend``.
         source_factory: ``(specs, backend) -> [source]``.
-        pipeline_factory: ``(backend, sources, on_event) -> Pipeline``.
+        pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings]) -> Pipeline``
+            (``turns`` is passed only when the config has turn settings).
 
     Signals (every payload is a plain Python object; connect with the default
     (auto/queued) connection from the GUI thread):
@@ -289,7 +296,8 @@ class EngineWorker(QObject):
             self._fail(exc, "sources")
             return
         try:
-            self._pipeline = self.pipeline_factory(self.backend, sources, self._on_event)
+            extra = {"turns": config.turns} if config.turns is not None else {}
+            self._pipeline = self.pipeline_factory(self.backend, sources, self._on_event, **extra)
             self._pipeline.start()
         except Exception as exc:  # noqa: BLE001
             self._pipeline = None

@@ -12,6 +12,14 @@ Rules (TensorFlowASR inference page, section 4; DESIGN section 1):
   and resets. Pure overlap is never decoded twice.
 * ``start()`` and ``end()`` both reset, so an abandoned session cannot leak state.
 
+Turns (DESIGN section 4, issue 11): unless the backend decides turn ends itself
+(``Backend.turn_source == "model"``, Audio8's VAD heads), the session runs a
+:class:`~captioner.engine.turns.TurnDetector` on its audio and the decoded text and
+drops the backend's own ``"line"`` boundaries, so a turn may span several lines of a
+line model (their texts are joined with a space). Whatever decides, a boundary ends
+a turn only when the turn has text: silence or noise alone produces no turns. Each
+session also reports :class:`~captioner.events.VoiceActivity` for the UI indicator.
+
 A session sends its chunks in order and waits for each one; do not call one session
 from two threads at once. To batch several sessions from one thread use
 :func:`feed_many`.
@@ -27,7 +35,13 @@ import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
 from captioner.engine.batcher import BatchEngine
-from captioner.events import Event, Stats, TextDelta, TurnBoundary, with_source
+from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
+from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
+
+#: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
+HOLD_BOUNDARY_S = 2.0
+#: A held boundary is released by final text ending at most this long (s) before it.
+HELD_MATCH_S = 0.5
 
 
 def sanitize(block: np.ndarray | Sequence[float]) -> tuple[np.ndarray, int]:
@@ -62,6 +76,8 @@ class StreamingSession:
         engine: the shared engine (``BatchEngine.shared(backend)``) or a backend,
             in which case its shared engine is used.
         source: label stamped on every event ("You", "Meeting", a file name).
+        turns: how turns end (``None``: the defaults); ``False`` turns the session's
+            turn handling off (the backend's boundaries pass through unchanged).
 
     Attributes:
         buffer: ``[n] float32`` audio not yet decoded plus the overlap tail.
@@ -70,11 +86,19 @@ class StreamingSession:
         nonfinite_samples: NaN/inf samples replaced by silence since ``start()``.
     """
 
-    def __init__(self, engine: BatchEngine | Backend, source: str = "") -> None:
+    def __init__(
+        self, engine: BatchEngine | Backend, source: str = "", turns: TurnSettings | bool | None = None
+    ) -> None:
         self.engine = engine if isinstance(engine, BatchEngine) else BatchEngine.shared(engine)
         self.backend = self.engine.backend
         self.geometry = self.backend.geometry
         self.source = source
+        self.turn_settings: TurnSettings | None = None if turns is False else (
+            turns if isinstance(turns, TurnSettings) else TurnSettings())
+        self.turn_mode = "off" if self.turn_settings is None else getattr(self.backend, "turn_source", "audio")
+        self.detector: TurnDetector | None = None
+        if self.turn_mode == "audio":
+            self.detector = TurnDetector(self.turn_settings, self.geometry.sample_rate, source=source)
         self.start()
 
     # -- public API -------------------------------------------------------------------------
@@ -91,6 +115,13 @@ class StreamingSession:
         self._text_since_turn = False
         self._step_s = 0.0
         self._steps = 0
+        self._join_space = False  # a dropped line end: the next line continues the turn after a space
+        self._held: list[TurnBoundary] = []  # boundaries waiting for the last words of their turns
+        self._partial_open = False  # the backend shows unstable text not yet final
+        self._activity = HeadActivity(self.source) if self.turn_mode == "model" else None
+        if self.detector is not None:
+            self.detector.source = self.source
+            self.detector.reset()
 
     @property
     def sample_rate(self) -> int:
@@ -205,6 +236,11 @@ class StreamingSession:
 
     def _apply(self, row: StepRow, result: StepResult, dt: float) -> list[Event]:
         g = self.geometry
+        new_audio = None  # the real samples this row decoded for the first time, for the turn detector
+        if row.audio is not None and self.detector is not None:
+            a = max(0, self._new_from - self._buf_pos)
+            b = min(len(row.audio), int(round(row.end * g.sample_rate)) - self._buf_pos)
+            new_audio = row.audio[a:b] if b > a else None
         self.state = result.state
         if row.audio is not None:
             self._new_from = self._buf_pos + g.chunk_size
@@ -214,20 +250,79 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
+        return self._post([with_source(ev, self.source) for ev in result.events], new_audio)
+
+    def _post(self, events: list[Event], audio: np.ndarray | None) -> list[Event]:
+        """Apply the turn rules (module docstring) to one row's events, then feed the turn detector
+        that row's audio, so each decision sees the text decoded up to its own audio, never later."""
         out: list[Event] = []
-        for ev in result.events:
-            if isinstance(ev, TextDelta) and ev.final and ev.text:
-                self._text_since_turn = True
-            elif isinstance(ev, TurnBoundary):
-                self._text_since_turn = False
-            out.append(with_source(ev, self.source))
+        for ev in events:
+            self._route(ev, out, from_backend=True)
+        if self.detector is not None:
+            self.detector.note_text(out)
+            if audio is not None and len(audio):
+                for ev in self.detector.feed(audio):
+                    self._route(ev, out, from_backend=False)
+        if self._held and not self._text_since_turn and not self._partial_open \
+                and self.stream_time - self._held[0].time > HOLD_BOUNDARY_S:
+            self._held = []  # a model's boundary with no words in its turn: nothing ended
         return out
 
-    def _end_events(self) -> list[Event]:
-        if not self._text_since_turn:
-            return []
+    def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
+        """Append ``ev`` to ``out`` by the turn rules; may hold back a boundary until its text is in."""
+        if isinstance(ev, TurnBoundary) and ev.kind != "end_of_stream" and self.turn_mode != "off":
+            if from_backend and self.turn_mode == "audio":  # the detector decides; a line end is not a turn end
+                self._join_space = self._join_space or ev.kind == "line"
+                return
+            if self._partial_open or not self._text_since_turn:
+                # the words of this turn are not all final yet: the boundary follows them
+                self._held.append(ev)
+                return
+            self._emit_boundary(ev, out)
+            return
+        if isinstance(ev, TextDelta):
+            if self._join_space and ev.text and not ev.text[0].isspace():
+                ev = TextDelta(" " + ev.text, ev.start, ev.end, ev.final, ev.source)
+            out.append(ev)
+            if not ev.final:
+                self._partial_open = bool(ev.text.strip())
+            elif ev.text.strip():
+                self._text_since_turn = True
+                self._partial_open = False
+                self._join_space = False
+                # the final text reaching a held boundary ends that turn; more boundaries it
+                # covers would end turns without words of their own, so they go
+                due = [b for b in self._held if b.time <= ev.end + HELD_MATCH_S]
+                if due:
+                    self._held = [b for b in self._held if b.time > ev.end + HELD_MATCH_S]
+                    self._emit_boundary(due[0], out)
+            return
+        if isinstance(ev, TurnBoundary):  # end_of_stream, or turn handling off
+            self._text_since_turn = False
+            out.append(ev)
+            return
+        out.append(ev)
+        if isinstance(ev, VadProbabilities) and self._activity is not None:
+            act = self._activity.vad(ev)
+            if act is not None:
+                out.append(act)
+
+    def _emit_boundary(self, ev: TurnBoundary, out: list[Event]) -> None:
+        out.append(ev)
         self._text_since_turn = False
-        return [TurnBoundary(self.samples_in / self.sample_rate, "end_of_stream", 1.0, self.source)]
+        self._join_space = False
+        if self._activity is not None:
+            out.append(self._activity.boundary(ev))
+
+    def _end_events(self) -> list[Event]:
+        out: list[Event] = []
+        if self.detector is not None:
+            out += self.detector.finish()
+        self._held = []
+        if not self._text_since_turn:
+            return out
+        self._text_since_turn = False
+        return out + [TurnBoundary(self.samples_in / self.sample_rate, "end_of_stream", 1.0, self.source)]
 
     def _drive_sync(self) -> list[Event]:
         events: list[Event] = []

@@ -10,11 +10,15 @@
 - a ``TurnBoundary`` closes the open segment of its source (``turn_end=True``).
 - any other event is ignored.
 
-So that 24/7 captioning of one endless turn still yields segments, an open segment
-also closes when it spans more than ``max_segment_s`` seconds of stream time, or
-when it ends a sentence (``.!?。！？…``) and holds at least ``sentence_chars``
-characters. 20 s / 80 characters keep a segment to a few subtitle cues (a cue is at
-most 2 x 42 characters, the Netflix/BBC Latin-script limit; see ``cues.py``).
+A segment is normally one whole turn (the main window shows one entry per turn;
+a turn may hold several lines of a line model and several sentences). So that 24/7
+captioning of one endless turn still yields segments, an open segment also closes
+when it spans more than ``max_segment_s`` seconds of stream time, or when it ends a
+sentence (``.!?。！？…``) and holds at least ``sentence_chars`` characters. 20 s /
+160 characters keep a segment to a few subtitle cues (a cue is at most 2 x 42
+characters, the Netflix/BBC Latin-script limit; see ``cues.py``) while an ordinary
+turn of one to three sentences stays whole. Cues never span two turns: a
+``TurnBoundary`` always closes the segment.
 
 Times are stream seconds (0 = session start, never wall-clock). Per source they are
 kept monotonic: an event that starts before the previous final of its source is
@@ -34,7 +38,7 @@ from captioner.events import Event, TextDelta, TurnBoundary
 #: Close an open segment once it spans more than this many stream seconds.
 MAX_SEGMENT_S = 20.0
 #: Close an open segment at sentence punctuation once it holds this many characters.
-SENTENCE_CHARS = 80
+SENTENCE_CHARS = 160
 #: Characters that end a sentence (Latin and CJK full-width forms).
 SENTENCE_END = ".!?…。！？"
 
@@ -55,8 +59,8 @@ class Segment:
         text: the final deltas concatenated verbatim (may start with a space, as
             token models emit leading spaces; writers strip it).
         turn_end: True when a ``TurnBoundary`` closed the segment.
-        boundary: why it closed: a ``TurnBoundary.kind`` ("semantic_vad", "line",
-            "end_of_stream"), ``"length"`` / ``"sentence"`` (split of a long turn),
+        boundary: why it closed: a ``TurnBoundary.kind`` ("semantic", "silence",
+            "semantic_vad", "end_of_stream"), ``"length"`` / ``"sentence"`` (split of a long turn),
             or ``""`` while the segment is still open.
     """
 

@@ -15,6 +15,9 @@ rewriting themselves"):
   ("Meeting: ").
 * Each source has its own open line, so microphone and system audio never splice
   their words into one line.
+* A :class:`~captioner.events.VoiceActivity` updates the source's speaking state;
+  :attr:`CaptionModel.indicator` summarises every source for the live indicator dot
+  (speaking beats pause beats turn over beats idle).
 * Only the newest lines are kept (``history`` closed lines plus every open line);
   the view shows as many of them as fit its line limit.
 
@@ -26,7 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.events import Event, TextDelta, TurnBoundary, VoiceActivity
+
+#: Indicator states, strongest first (the dot shows the strongest of all sources).
+INDICATOR_STATES = ("speaking", "pause", "turn_over", "idle")
 
 
 @dataclass
@@ -93,6 +99,7 @@ class CaptionModel:
     on_close: Callable[[CaptionLine], None] | None = None
     lines: list[CaptionLine] = field(default_factory=list)
     revision: int = 0
+    activity: dict[str, VoiceActivity] = field(default_factory=dict)
     _open: dict[str, CaptionLine] = field(default_factory=dict, repr=False)
     _serial: int = field(default=0, repr=False)
 
@@ -110,12 +117,32 @@ class CaptionModel:
             changed = self._text(event)
         elif isinstance(event, TurnBoundary):
             changed = self._turn(event.source)
+        elif isinstance(event, VoiceActivity):
+            before = self.indicator
+            self.activity[event.source] = event
+            return self.indicator != before  # the dot only: the text layout is unchanged
         else:
             return False
         if changed:
             self.revision += 1
             self._prune()
         return changed
+
+    @property
+    def indicator(self) -> tuple[str, float]:
+        """``(state, speech probability)`` for the live dot: the strongest state of any source.
+
+        ``state`` is one of :data:`INDICATOR_STATES`; the probability (0..1) is rounded
+        to 0.1 so small flickers do not repaint.
+        """
+        best = ("idle", 0.0)
+        for act in self.activity.values():
+            state = act.state if act.state in INDICATOR_STATES else "idle"
+            cand = (state, round(max(0.0, min(1.0, float(act.speech))), 1))
+            if INDICATOR_STATES.index(cand[0]) < INDICATOR_STATES.index(best[0]) or (
+                    cand[0] == best[0] and cand[1] > best[1]):
+                best = cand
+        return best
 
     def set_history(self, history: int) -> None:
         """Keep at most ``history`` closed lines (>= 1)."""
@@ -127,6 +154,7 @@ class CaptionModel:
         """Forget every line (a new captioning run)."""
         self.lines.clear()
         self._open.clear()
+        self.activity.clear()
         self.revision += 1
 
     def close_all(self) -> None:
@@ -134,6 +162,7 @@ class CaptionModel:
         for line in list(self._open.values()):
             line.partial = ""
             self._close(line)
+        self.activity.clear()
         self._prune()
         self.revision += 1
 

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QVBoxLayout, 
 
 from captioner.engine.qt_emit import emit
 from captioner.engine.qt_worker import EngineConfig, EngineController
-from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
+from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.messages import MessageBar
 from captioner.ui.model_panel import ModelPanel
@@ -40,7 +40,7 @@ from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
 from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
-from captioner.ui.settings import Keys, Settings
+from captioner.ui.settings import Keys, Settings, turn_backend_options, turn_settings
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
 from captioner.ui.unsaved_dialog import ask_unsaved
@@ -283,7 +283,10 @@ class MainWindow(QMainWindow):
     # -- run control -------------------------------------------------------------------------
     def build_config(self) -> EngineConfig:
         """The engine configuration for the current choices (sources labelled from settings)."""
-        return EngineConfig(sources=tuple(self.sources.specs()), **self.model_panel.config_fields())
+        fields = self.model_panel.config_fields()
+        return EngineConfig(sources=tuple(self.sources.specs()), **fields,
+                            options=turn_backend_options(self.settings, fields["backend"]),
+                            turns=turn_settings(self.settings))
 
     def toggle_running(self) -> None:
         """Start when idle, otherwise stop (or cancel a model load)."""
@@ -379,6 +382,8 @@ class MainWindow(QMainWindow):
             self.transcript_view.apply_event(ev)
             if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
                 self.session.text_arrived()
+        elif isinstance(ev, VoiceActivity):
+            self.overlay.apply_event(ev)
         elif isinstance(ev, Level):
             meter = self._meters.get(ev.source)
             if meter is not None:

@@ -11,6 +11,12 @@ What it guarantees (issue #4, DESIGN section 6):
   (>= 4.5:1 against the default panel, see :func:`contrast_ratio`);
 * wrapping by Qt's Unicode line breaker (QTextLayout, UAX #14), so Chinese/Japanese
   text without spaces and mixed CJK/Latin wrap within the width;
+* a finished turn closes its line; the next turn starts a new line with its source
+  label. A line above the newest one is shown whole or not at all, so the roll-up
+  never leaves a stray tail of the previous turn ("to-day.") alone on the top line;
+* a small live dot in the top-right corner shows speaking (filled, brighter with the
+  speech probability), pause (a ring) or turn over (faint), from
+  :class:`~captioner.events.VoiceActivity` events of any backend;
 * click-through (input transparent) or draggable/resizable;
 * position and size remembered per screen in logical pixels, clamped back onto an
   existing screen when a monitor is gone.
@@ -56,6 +62,9 @@ RESIZE_BAND = 10
 _TRIM_SLACK = 4
 #: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
 MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
+#: Radius (logical px) of the live indicator dot, and its distance from the panel's top-right corner.
+DOT_RADIUS = 4.0
+DOT_INSET = 8.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,30 @@ def _glyph_path(tl, start: int, length: int, origin: QPointF) -> QPainterPath:
             glyph.translate(origin + pos)
             path.addPath(glyph)
     return path
+
+
+def _roll_up(collected: list, rows: int) -> list:
+    """The visual lines to show, oldest first: the newest caption line's last ``rows`` visual
+    lines, then older caption lines above it only while each fits *whole* (a turn's tail
+    fragment alone on the top line reads as a stray word)."""
+    groups: list[list] = []
+    for entry in collected:
+        if groups and groups[-1][0][2] is entry[2]:
+            groups[-1].append(entry)
+        else:
+            groups.append([entry])
+    shown: list = []
+    for group in reversed(groups):
+        room = rows - len(shown)
+        if room <= 0:
+            break
+        if not shown:
+            shown = group[-room:]
+        elif len(group) <= room:
+            shown = group + shown
+        else:
+            break
+    return shown
 
 
 def screen_key(screen: QScreen) -> str:
@@ -276,7 +309,7 @@ class CaptionOverlay(QWidget):
 
     # -- captions -----------------------------------------------------------------------------
     def apply_event(self, event: Event) -> None:
-        """Feed one caption event (text delta or turn boundary); repaints when needed."""
+        """Feed one caption event (text delta, turn boundary, voice activity); repaints when needed."""
         if self.model.apply(event):
             self.update()
 
@@ -352,6 +385,9 @@ class CaptionOverlay(QWidget):
                 if len(line.shown_label) <= cut <= n_final:
                     trims.append((line, cut))
         shown = collected[-self._shown_lines() :]
+
+        fit = max(1, int((self.height() - 2 * MARGIN + 1) // self._line_height()))
+        shown = _roll_up(collected, min(self.max_lines, fit))
         visual = []
         for layout, i, line in shown:
             tl = layout.lineAt(i)
@@ -394,6 +430,7 @@ class CaptionOverlay(QWidget):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 10, 10)
 
+        self._paint_indicator(painter)
         lh = self._line_height()
         if not self._shown and not self._click_through:
             self._paint_hint(painter)
@@ -514,6 +551,36 @@ class CaptionOverlay(QWidget):
         painter.setPen(self.hint_colour())
         painter.setFont(font)
         painter.drawText(area, self.HINT_FLAGS, text)
+
+    def indicator(self) -> tuple[str, float]:
+        """The live dot's ``(state, speech probability)``: "speaking", "pause", "turn_over" or "idle"."""
+        return self.model.indicator
+
+    def indicator_rect(self) -> QRectF:
+        """Where the dot is drawn (logical px, widget coordinates)."""
+        c = QPointF(self.width() - DOT_INSET - DOT_RADIUS, DOT_INSET + DOT_RADIUS)
+        return QRectF(c.x() - DOT_RADIUS, c.y() - DOT_RADIUS, 2 * DOT_RADIUS, 2 * DOT_RADIUS)
+
+    def _paint_indicator(self, painter: QPainter) -> None:
+        state, speech = self.model.indicator
+        if state == "idle":
+            return
+        colour = QColor(self.text_color)
+        rect = self.indicator_rect()
+        if state == "speaking":
+            colour.setAlphaF(0.45 + 0.55 * speech)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+        elif state == "pause":
+            colour.setAlphaF(0.7)
+            painter.setPen(QPen(colour, 1.5))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            rect = rect.adjusted(0.75, 0.75, -0.75, -0.75)
+        else:  # turn over
+            colour.setAlphaF(0.25)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(colour)
+        painter.drawEllipse(rect)
 
     # -- click-through, focus, drag and resize ----------------------------------------------------
     @property

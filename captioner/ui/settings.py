@@ -120,6 +120,17 @@ class Keys:
                    doc="Transcription delay (ms): a multiple of the clock, 240-2400 ms")
     LANGUAGE = Key("engine/language", str, "en", ("en", "zh"), doc="Spoken language")
 
+    # -- turns (every backend; DESIGN section 4, issue 11) ----------------------------------
+    TURN_SENSITIVITY = Key("turns/sensitivity", float, 0.5, minimum=0.05, maximum=0.95,
+                           doc="How readily a pause ends a turn (0.05-0.95; higher ends turns sooner). The "
+                               "end-of-turn probability a pause needs is 1 - sensitivity, on every backend")
+    TURN_SILENCE_S = Key("turns/silence_limit_s", float, 3.0, minimum=0.5, maximum=30.0,
+                         doc="Seconds of silence that end a turn whatever the end-of-turn model says")
+    TURN_VAD_HORIZON_S = Key("turns/vad_horizon_s", float, 1.0, (0.5, 1.0, 2.0, 3.0),
+                             doc="Audio8: semantic-VAD horizon (s) whose end-of-turn probability decides")
+    TURN_VAD_HYSTERESIS = Key("turns/vad_hysteresis", float, 0.2, minimum=0.0, maximum=0.5,
+                              doc="Audio8: how far the end-of-turn probability must fall before the next turn can end")
+
     # -- sources ----------------------------------------------------------------------------
     SOURCE_MODE = Key("sources/mode", str, "microphone", ("microphone", "system", "both", "file"),
                       doc="What to caption: microphone, system audio, both, or a file played as if live")
@@ -202,6 +213,23 @@ def overlay_geometry_key(screen_key: str) -> str:
     """
     safe = screen_key.replace("/", "_").replace("\\", "_")
     return f"{Keys.OVERLAY_GEOMETRY_PREFIX}/{safe}"
+
+
+def turn_settings(settings: "Settings"):
+    """The :class:`~captioner.engine.turns.TurnSettings` the user chose (threshold = 1 - sensitivity)."""
+    from captioner.engine.turns import TurnSettings  # numpy only: no model is loaded here
+
+    return TurnSettings(threshold=round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3),
+                        silence_s=settings.get(Keys.TURN_SILENCE_S))
+
+
+def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str, object], ...]:
+    """``load_backend`` options that carry the same turn settings into a model's own VAD heads (Audio8)."""
+    if backend != "audio8":
+        return ()
+    return (("vad_horizon_s", settings.get(Keys.TURN_VAD_HORIZON_S)),
+            ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)),
+            ("vad_hysteresis", settings.get(Keys.TURN_VAD_HYSTERESIS)))
 
 
 class Settings:

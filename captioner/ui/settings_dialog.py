@@ -1,4 +1,4 @@
-"""SettingsDialog: caption look, labels, behaviour and shortcuts, written through :mod:`captioner.ui.settings`."""
+"""SettingsDialog: caption look, labels, turns, behaviour and shortcuts, written through :mod:`captioner.ui.settings`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
     QDialog,
+    QDoubleSpinBox,
     QDialogButtonBox,
     QFontComboBox,
     QFormLayout,
@@ -69,7 +70,7 @@ class ColorButton(QPushButton):
 
 
 class SettingsDialog(QDialog):
-    """Edit overlay look/behaviour, source labels and shortcuts.
+    """Edit overlay look/behaviour, turn sensitivity and long-silence limit, source labels and shortcuts.
 
     Args:
         settings: the typed settings; written when the user presses OK or Apply.
@@ -115,6 +116,20 @@ class SettingsDialog(QDialog):
         self.click_through = QCheckBox("Clicks pass through the overlay")
         self.click_through.setChecked(s.get(Keys.OVERLAY_CLICK_THROUGH))
         form.addRow(self.click_through)
+        self.turn_sensitivity = QSlider(Qt.Orientation.Horizontal)
+        self.turn_sensitivity.setRange(round(100 * Keys.TURN_SENSITIVITY.minimum),
+                                       round(100 * Keys.TURN_SENSITIVITY.maximum))
+        self.turn_sensitivity.setValue(round(100 * s.get(Keys.TURN_SENSITIVITY)))
+        self.turn_sensitivity.setToolTip(Keys.TURN_SENSITIVITY.doc)
+        form.addRow("Turn sensitivity:", self.turn_sensitivity)
+        self.turn_silence = QDoubleSpinBox()
+        self.turn_silence.setRange(Keys.TURN_SILENCE_S.minimum, Keys.TURN_SILENCE_S.maximum)
+        self.turn_silence.setSingleStep(0.5)
+        self.turn_silence.setDecimals(1)
+        self.turn_silence.setSuffix(" s")
+        self.turn_silence.setValue(s.get(Keys.TURN_SILENCE_S))
+        self.turn_silence.setToolTip(Keys.TURN_SILENCE_S.doc)
+        form.addRow("End a turn after silence of:", self.turn_silence)
         self.mic_label = QLineEdit(s.get(Keys.MIC_LABEL))
         form.addRow("Microphone label:", self.mic_label)
         self.system_label = QLineEdit(s.get(Keys.SYSTEM_LABEL))
@@ -200,6 +215,8 @@ class SettingsDialog(QDialog):
         s.set(Keys.OVERLAY_OPACITY, self.opacity.value() / 100.0)
         s.set(Keys.OVERLAY_SOURCE_LABELS, self.source_labels.isChecked())
         s.set(Keys.OVERLAY_CLICK_THROUGH, self.click_through.isChecked())
+        s.set(Keys.TURN_SENSITIVITY, self.turn_sensitivity.value() / 100.0)
+        s.set(Keys.TURN_SILENCE_S, float(self.turn_silence.value()))
         s.set(Keys.MIC_LABEL, self.mic_label.text().strip() or Keys.MIC_LABEL.default)
         s.set(Keys.SYSTEM_LABEL, self.system_label.text().strip() or Keys.SYSTEM_LABEL.default)
         s.set(Keys.FILE_LABEL, self.file_label.text().strip())

@@ -121,3 +121,26 @@ def test_quit_action_asks_about_unsaved_text(gui, qtbot, monkeypatch):
     monkeypatch.setattr(gui.window, "ask_unsaved", lambda: "discard")
     with qtbot.waitSignal(gui.window.closed, timeout=2000):
         gui.window.quit_action.trigger()
+
+
+def test_turn_settings_persist_and_reach_the_engine(gui, qtbot):
+    from captioner.engine.turns import TurnSettings
+
+    dialog = SettingsDialog(gui.settings, gui.window)
+    qtbot.addWidget(dialog)
+    dialog.turn_sensitivity.setValue(70)
+    dialog.turn_silence.setValue(4.5)
+    with qtbot.waitSignal(dialog.applied):
+        dialog.apply()
+    assert gui.settings.get(Keys.TURN_SENSITIVITY) == pytest.approx(0.7)
+    assert gui.settings.get(Keys.TURN_SILENCE_S) == pytest.approx(4.5)
+    again = SettingsDialog(gui.settings, gui.window)  # persisted: a new dialog shows them
+    qtbot.addWidget(again)
+    assert again.turn_sensitivity.value() == 70 and again.turn_silence.value() == pytest.approx(4.5)
+    config = gui.window.build_config()
+    assert config.turns == TurnSettings(threshold=0.3, silence_s=4.5)
+    gui.settings.set(Keys.BACKEND, "audio8")
+    from captioner.ui.settings import turn_backend_options
+
+    assert dict(turn_backend_options(gui.settings, "audio8")) == {"vad_horizon_s": 1.0, "vad_threshold": 0.3,
+                                                                     "vad_hysteresis": 0.2}

@@ -240,3 +240,76 @@ def test_partial_text_gets_the_outline_and_is_italic(overlay):
     assert _count(img, QColor(0, 0, 0), tol=30) > 20  # the outline/shadow round the partial glyphs
     layout = overlay._shown[-1][0]
     assert any(r.format.fontItalic() and r.length == len("hello world") for r in layout.formats())
+
+
+def _fill_to_wrap(overlay, words, tail):
+    """Final text of one turn whose last visual line is just ``tail`` (a stray-looking fragment)."""
+    text = ""
+    for w in words:
+        candidate = (text + " " + w).strip()
+        overlay.model.clear()
+        overlay.apply_event(fin(candidate + " " + tail))
+        if len(overlay.visible_lines()) == 2 and overlay.visible_lines()[-1].text.strip() == tail:
+            return candidate + " " + tail
+        text = candidate
+    raise AssertionError("could not build a turn that wraps to a lone tail")
+
+
+def test_roll_up_never_leaves_a_stray_tail_of_the_previous_turn(overlay):
+    # issue 9 item 6: "to-day." alone on the first line above the next turn
+    words = ("we will look at the numbers for the next quarter and decide what we can do with the "
+             "remaining budget before the end of the week which").split()
+    first = _fill_to_wrap(overlay, words, "to-day.")
+    overlay.model.clear()
+    overlay.apply_event(fin(first, t=0.0))
+    overlay.apply_event(TurnBoundary(5.0, source="Meeting"))
+    overlay.apply_event(fin("Thanks, see you then.", src="You", t=6.0))
+    shown = [v.text.strip() for v in overlay.visible_lines()]
+    assert "to-day." not in shown, shown
+    assert shown[-1] == "You: Thanks, see you then."
+    # a previous turn that fits whole stays above the new one
+    overlay.model.clear()
+    overlay.apply_event(fin("Good morning.", t=0.0))
+    overlay.apply_event(TurnBoundary(1.0, source="Meeting"))
+    overlay.apply_event(fin("Morning!", src="You", t=2.0))
+    assert [v.text for v in overlay.visible_lines()] == ["Meeting: Good morning.", "You: Morning!"]
+
+
+def test_a_turn_spans_lines_until_its_boundary_then_the_next_turn_starts_a_new_line(overlay):
+    overlay.apply_event(fin("So I think we should.", t=0.0))
+    overlay.apply_event(fin(" Move the meeting.", t=2.5))  # after a thinking pause: same turn, same line
+    shown = overlay.visible_lines()
+    assert "".join(v.text for v in shown) == "Meeting: So I think we should. Move the meeting."
+    assert len({v.serial for v in shown}) == 1
+    first_serial = shown[0].serial
+    overlay.apply_event(TurnBoundary(4.0, "semantic", 0.8, "Meeting"))
+    overlay.apply_event(fin("Fine by me.", t=7.0))
+    assert [v.text for v in overlay.visible_lines()][-1] == "Meeting: Fine by me."
+    assert overlay.visible_lines()[-1].serial != first_serial
+    assert overlay.model.lines[0].closed and not overlay.model.lines[-1].closed
+
+
+def test_indicator_dot_follows_voice_activity(overlay, qtbot):
+    from captioner.events import VoiceActivity
+
+    def dot_alpha():
+        img = overlay.grab().toImage()
+        r = overlay.indicator_rect()
+        c = img.pixelColor(int(r.center().x()), int(r.center().y()))
+        return abs(c.red() - RED.red()) + abs(c.green() - RED.green()) + abs(c.blue() - RED.blue())
+
+    assert overlay.indicator() == ("idle", 0.0)
+    idle_dist = dot_alpha()
+    overlay.apply_event(VoiceActivity(0.2, 0.98, "speaking", "Meeting"))
+    assert overlay.indicator() == ("speaking", 1.0)
+    speaking_dist = dot_alpha()
+    assert speaking_dist < idle_dist  # the filled dot in the text colour
+    overlay.apply_event(VoiceActivity(1.0, 0.05, "pause", "Meeting"))
+    assert overlay.indicator()[0] == "pause"
+    assert dot_alpha() > speaking_dist  # a ring: the centre shows the panel
+    overlay.apply_event(VoiceActivity(2.0, 0.0, "turn_over", "Meeting"))
+    assert overlay.indicator()[0] == "turn_over"
+    overlay.apply_event(VoiceActivity(2.1, 0.9, "speaking", "You"))  # any source speaking lights it
+    assert overlay.indicator()[0] == "speaking"
+    overlay.clear()
+    assert overlay.indicator() == ("idle", 0.0)

@@ -138,3 +138,17 @@ def test_device_errors_point_at_the_device_lists():
     assert "Source box" not in message
     message, code = describe_error(SourceError("cannot read x.wav"), "start", ("file",))
     assert code == "file_error" and "Refresh" not in message
+
+
+def test_turn_settings_reach_the_pipeline(qtbot, cleanup):
+    from captioner.engine.turns import TurnSettings
+
+    ctl, record = _controller(qtbot, {"Meeting": speech(["alpha"], gap_chunks=0)})
+    cleanup.append(ctl)
+    turns = TurnSettings(threshold=0.3, silence_s=5.0)
+    with qtbot.waitSignal(ctl.started, timeout=5000):
+        ctl.start(EngineConfig(sources=(SourceSpec("file", "Meeting"),), turns=turns))
+    assert record["pipelines"][0].turns is turns
+    assert record["pipelines"][0].sessions[0].turn_settings is turns
+    with qtbot.waitSignal(ctl.stopped, timeout=5000):
+        ctl.stop()

@@ -108,9 +108,10 @@ class FakeLive:
     Errors end the run and are kept in :attr:`error`.
     """
 
-    def __init__(self, backend, sources, on_event) -> None:
+    def __init__(self, backend, sources, on_event, turns=None) -> None:
         self.sources = sources
-        self.sessions = [StreamingSession(backend, s.label) for s in sources]
+        self.turns = turns
+        self.sessions = [StreamingSession(backend, s.label, turns) for s in sources]
         self.on_event = on_event
         self.error: BaseException | None = None
         self.fed_all = threading.Event()
@@ -163,8 +164,8 @@ def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = 
         return [ArraySource(s.label, audio_by_label[s.label] if s.label in audio_by_label
                             else audio_by_label[Path(s.path).name]) for s in specs]
 
-    def pipeline_factory(backend, sources, on_event):
-        p = FakeLive(backend, sources, on_event)
+    def pipeline_factory(backend, sources, on_event, turns=None):
+        p = FakeLive(backend, sources, on_event, turns)
         record["pipelines"].append(p)
         return p
 

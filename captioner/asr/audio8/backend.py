@@ -143,6 +143,7 @@ class Audio8Backend(Backend):
                 raise BackendError(str(exc)) from exc
         if not 0.0 < float(vad_threshold) <= 1.0:
             raise BackendError(f"VAD threshold must be in (0, 1], got {vad_threshold}")
+        self.turn_source = "model" if self.vad_index is not None else "audio"  # its VAD heads decide turns
         self.vad_horizon_s = float(vad_horizon_s)
         self.vad_threshold = float(vad_threshold)
         self.vad_hysteresis = float(vad_hysteresis)

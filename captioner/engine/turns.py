@@ -1,0 +1,654 @@
+"""Semantic end-of-turn detection for any backend (DESIGN section 4, "Semantic end-of-turn on a CPU").
+
+One :class:`TurnDetector` per session (Qt-free, no threads of its own) watches the
+session's audio and the text its backend decodes:
+
+1. a voice-activity detector (Silero VAD, 32 ms windows at 16 kHz) finds each pause;
+2. after ``pause_s`` of silence an end-of-turn classifier (smart-turn v3.2, an
+   audio-only model over the last <= 8 s of the turn) gives the probability that the
+   speaker has finished;
+3. once the backend's text of the pause has settled, that probability is combined with
+   what the text says (:func:`combine`: an unfinished clause -- a trailing conjunction,
+   article, preposition, modal or comma -- halves it, a finished-looking one raises it a
+   little; on espeak-ng speech the classifier calls a clause cut by an SSML ``<break>``
+   complete, because TTS intonation falls there), and the turn ends
+   (``TurnBoundary(kind="semantic")`` at the end of the speech, ``probability`` = the
+   combined score) when the score reaches ``threshold``;
+4. otherwise a long silence (``silence_s``, 3 s by default) ends it anyway
+   (``kind="silence"``).
+
+A turn needs text: a stretch of sound the backend never turned into words (noise,
+a cough, music without lyrics) ends no turn. The decision waits (at most
+``settle_s``, or until speech resumes) for the backend's text of the pause; the
+session then holds the boundary back until that text is final, so it always comes
+after the last words of its turn.
+
+The detector also reports :class:`~captioner.events.VoiceActivity` (speaking /
+pause / turn over, with the VAD speech probability) when the state changes or the
+probability moves, for the overlay's indicator dot.
+
+Models and dependency choice (measured on the 2-core development machine, 2026-12-01):
+both ONNX files ship inside the ``pipecat-ai`` wheel (BSD-2):
+``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) and
+``pipecat/audio/vad/data/silero_vad.onnx`` (2.3 MB). The classifier is pipecat's own
+maintained ``LocalSmartTurnAnalyzerV3`` (its Whisper features and ONNX call, one
+intra-op thread): about 26 ms per decision, import 0.15 s, load 0.03 s. Its turn
+buffering is not used: it stamps audio with the wall clock, so a file decoded faster
+than real time would be cut at the wrong places; the buffering here runs on stream
+time. pipecat's Silero wrapper module imports its volume tracker (``loudness``), so
+the VAD network is run here directly with onnxruntime from the wheel's file (about
+0.1 ms per 32 ms window).
+
+A plain ``pip install pipecat-ai`` pulls ~0.5 GB (aiohttp, openai, numba, ...) that
+none of this uses, so captioner depends on ``onnxruntime``, ``loguru``, ``pydantic``
+and ``wait_for2`` (what these two modules import) and installs ``pipecat-ai`` itself
+with ``--no-deps`` (``scripts/_common.sh``): 113 MB on disk in all (onnxruntime 78 MB,
+pipecat 34 MB) and ~3 s to install. Importing ``pipecat`` on Python < 3.12 replaces
+``asyncio.wait_for`` with ``wait_for2.wait_for`` (a drop-in fix); its start-up log
+line is silenced. When any of it is missing or fails to load, the detector says so
+once (``Notice`` code ``turn_detector_unavailable``) and falls back to
+silence-based turns (an energy VAD if Silero is missing too); it never raises.
+Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Protocol
+
+import numpy as np
+
+from captioner.events import Event, Notice, TextDelta, TurnBoundary, VoiceActivity
+
+log = logging.getLogger(__name__)
+
+#: Rate the VAD and the classifier take (Hz).
+MODEL_RATE = 16000
+#: Samples per Silero window at 16 kHz (32 ms) and the context it prepends.
+VAD_WINDOW = 512
+VAD_CONTEXT = 64
+#: VAD speech probability that starts speech, and the lower one that ends it (hysteresis).
+SPEECH_ON = 0.5
+SPEECH_OFF = 0.35
+#: Consecutive speech windows (x 32 ms) before sound counts as speech (ignores clicks).
+MIN_SPEECH_WINDOWS = 3
+#: Audio (s) before the first speech window that the classifier also sees.
+PRE_SPEECH_S = 0.5
+#: Silence (s) after the speech end that the classifier also sees.
+POST_SPEECH_S = 0.2
+#: The classifier sees at most this much audio (s) (smart-turn v3 input: 8 s).
+MAX_TURN_AUDIO_S = 8.0
+#: Stream seconds between VoiceActivity reports while nothing changes.
+ACTIVITY_INTERVAL_S = 0.5
+
+#: Last words that leave a clause unfinished (English; lower case).
+UNFINISHED_WORDS = frozenset(
+    """
+    and or but nor because since although though unless whether if while whereas that which who whom whose
+    where the a an my your our their his her its this these those every each some any no
+    to of in on at for with from by about into onto than as via between through over under after before
+    without within during toward towards per
+    should would could must might shall is are was were been being
+    um uh er erm uhm hmm
+    """.split()
+)
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_UNFINISHED_END = ",;:-–—…"
+
+
+def text_unfinished(text: str) -> bool:
+    """True when ``text`` ends in an unfinished clause.
+
+    A trailing comma/dash/ellipsis, or a last word from :data:`UNFINISHED_WORDS`
+    ("So I think we should." -- the period a line model adds does not count).
+
+    Args:
+        text: the turn's text so far (any case, any punctuation).
+    """
+    body = text.strip()
+    if not body:
+        return False
+    stripped = body.rstrip(".!?。！？\"'”’) ")
+    if stripped and stripped[-1] in _UNFINISHED_END:
+        return True
+    if body.endswith("..."):
+        return True
+    words = _WORD.findall(stripped.lower())
+    return bool(words) and words[-1] in UNFINISHED_WORDS
+
+
+#: Share of the classifier's "not finished" probability that a finished-looking text removes.
+TEXT_FINISHED_WEIGHT = 0.2
+
+
+def combine(probability: float, text: str) -> float:
+    """End-of-turn score from the classifier's ``probability`` and the turn's ``text``.
+
+    * unfinished text (:func:`text_unfinished`): at most half the probability -- a
+      clause cut by a thinking pause is not a turn end, whatever the intonation says;
+    * text that ends in a finished-looking clause: ``1 - (1 - p) * 0.8`` (the classifier
+      is unsure on synthetic or flat speech; the words tip it);
+    * no text yet: the probability unchanged.
+
+    Returns:
+        A score in [0, 1] compared with :attr:`TurnSettings.threshold`.
+    """
+    p = min(1.0, max(0.0, float(probability)))
+    if not text.strip():
+        return p
+    if text_unfinished(text):
+        return 0.5 * p
+    return 1.0 - (1.0 - p) * (1.0 - TEXT_FINISHED_WEIGHT)
+
+
+@dataclass(frozen=True)
+class TurnSettings:
+    """How turns end; one value per user setting.
+
+    Attributes:
+        threshold: end-of-turn probability (0..1, exclusive) a pause needs to end a
+            turn. Smart-turn decides with it, and the Audio8 VAD heads use it as their
+            threshold. Lower = turns end sooner ("Turn sensitivity" = 1 - threshold).
+        silence_s: seconds of silence after which a turn ends whatever the classifier
+            said (the long-silence limit).
+        pause_s: seconds of silence after speech before the classifier is asked
+            (longer than the gap between two sentences of one speaker, ~0.3 s).
+        settle_s: most seconds after that to wait for the backend's text of the pause.
+        semantic: use the end-of-turn classifier; False = silence-based turns only.
+    """
+
+    threshold: float = 0.5
+    silence_s: float = 3.0
+    pause_s: float = 0.5
+    settle_s: float = 1.5
+    semantic: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"turn threshold must be between 0 and 1, got {self.threshold}")
+        if not self.silence_s > 0:
+            raise ValueError(f"the long-silence limit must be > 0 s, got {self.silence_s}")
+        if not 0 < self.pause_s:
+            raise ValueError(f"pause_s must be > 0, got {self.pause_s}")
+
+
+class SpeechProbability(Protocol):
+    """A streaming VAD: ``window`` ([512] float32 at 16 kHz) -> speech probability 0..1."""
+
+    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]: ...
+
+
+class EndOfTurnModel(Protocol):
+    """An end-of-turn classifier: ``audio`` ([n] float32, 16 kHz, <= 8 s) -> P(turn complete)."""
+
+    def __call__(self, audio: np.ndarray) -> float: ...
+
+
+# -- models ------------------------------------------------------------------------------------------
+def _quiet_pipecat() -> None:
+    try:
+        from loguru import logger
+
+        logger.disable("pipecat")  # pipecat logs a banner and every load at import/construct time
+    except ImportError:
+        pass
+
+
+def pipecat_file(*parts: str) -> str:
+    """Path of a data file inside the installed ``pipecat-ai`` wheel (nothing is imported).
+
+    Raises:
+        ImportError: pipecat-ai is not installed.
+        FileNotFoundError: the file is missing from it.
+    """
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("pipecat")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("pipecat-ai is not installed")
+    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{path} is missing; reinstall pipecat-ai")
+    return path
+
+
+def silero_model_path() -> str:
+    """``pipecat/audio/vad/data/silero_vad.onnx`` (2.3 MB) in the pipecat-ai wheel."""
+    return pipecat_file("audio", "vad", "data", "silero_vad.onnx")
+
+
+def smart_turn_model_path() -> str:
+    """``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) in the pipecat-ai wheel."""
+    return pipecat_file("audio", "turn", "smart_turn", "data", "smart-turn-v3.2-cpu.onnx")
+
+
+class SileroVad:
+    """Silero VAD (the ``pipecat-ai`` wheel's ONNX file) on onnxruntime, one thread.
+
+    The ONNX session is shared; each stream keeps its own recurrent state, passed in
+    and returned by :meth:`__call__`.
+
+    Args:
+        path: the ONNX file; default :func:`silero_model_path`.
+    """
+
+    def __init__(self, path: str | None = None) -> None:
+        import onnxruntime as ort
+
+        opts = ort.SessionOptions()
+        opts.inter_op_num_threads = 1
+        opts.intra_op_num_threads = 1
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(path or silero_model_path(), sess_options=opts,
+                                            providers=["CPUExecutionProvider"])
+        self._sr = np.array(MODEL_RATE, dtype=np.int64)
+
+    @staticmethod
+    def initial_state() -> tuple[np.ndarray, np.ndarray]:
+        """Fresh ``(rnn state [2, 1, 128], context [1, 64])`` float32 arrays."""
+        return np.zeros((2, 1, 128), np.float32), np.zeros((1, VAD_CONTEXT), np.float32)
+
+    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]:
+        """Speech probability of one ``[512]`` float32 window; returns ``(p, new state)``."""
+        rnn, ctx = state if state is not None else self.initial_state()
+        x = np.concatenate([ctx, window.reshape(1, -1).astype(np.float32, copy=False)], axis=1)
+        out, rnn = self.session.run(None, {"input": x, "state": rnn, "sr": self._sr})
+        return float(out[0, 0]), (rnn, x[:, -VAD_CONTEXT:])
+
+
+class EnergyVad:
+    """Fallback VAD when Silero is unavailable: RMS level above ``on_dbfs`` counts as speech.
+
+    Args:
+        on_dbfs: RMS level (dBFS) mapped to probability 0.5; 10 dB above it -> ~1.
+    """
+
+    def __init__(self, on_dbfs: float = -42.0) -> None:
+        self.on_dbfs = float(on_dbfs)
+
+    @staticmethod
+    def initial_state() -> None:
+        return None
+
+    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]:
+        rms = float(np.sqrt(np.mean(np.square(window, dtype=np.float64)))) if len(window) else 0.0
+        db = 20.0 * np.log10(max(rms, 1e-9))
+        return float(1.0 / (1.0 + np.exp(-(db - self.on_dbfs) / 2.5))), None
+
+
+class SmartTurn:
+    """smart-turn v3.2 through pipecat's ``LocalSmartTurnAnalyzerV3`` (bundled CPU model, one thread).
+
+    Only its feature extraction and ONNX call (``_predict_endpoint``) are used; see the
+    module docstring for why its wall-clock buffering is not.
+    """
+
+    def __init__(self) -> None:
+        _quiet_pipecat()
+        from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+
+        self.analyzer = LocalSmartTurnAnalyzerV3(smart_turn_model_path=smart_turn_model_path(), cpu_count=1,
+                                                 sample_rate=MODEL_RATE)
+        self._lock = threading.Lock()  # one call at a time per loaded model (sessions share it)
+        self.last_ms = 0.0
+
+    def __call__(self, audio: np.ndarray) -> float:
+        """P(turn complete) for ``audio`` ([n] float32 in [-1, 1] at 16 kHz, the last <= 8 s count)."""
+        with self._lock:
+            t0 = time.perf_counter()
+            result = self.analyzer._predict_endpoint(np.ascontiguousarray(audio, dtype=np.float32))
+            self.last_ms = 1000.0 * (time.perf_counter() - t0)
+        return float(result["probability"])
+
+
+@dataclass
+class TurnModels:
+    """The loaded models a detector uses (shared by every session of a process).
+
+    Attributes:
+        vad: a :class:`SpeechProbability` (Silero, or the energy fallback).
+        classifier: an :class:`EndOfTurnModel`, or ``None`` (silence-based turns).
+        problem: why a model is missing ("" when both loaded): told to the user once.
+    """
+
+    vad: Any
+    classifier: Any
+    problem: str = ""
+
+
+_models: dict[bool, TurnModels] = {}
+_models_lock = threading.Lock()
+
+
+def load_models(semantic: bool = True) -> TurnModels:
+    """Load (once per process) Silero VAD and, with ``semantic``, smart-turn; never raises.
+
+    Returns:
+        The models; on a failure the fallback (energy VAD and/or no classifier) with
+        the reason in :attr:`TurnModels.problem`.
+    """
+    with _models_lock:
+        if semantic in _models:
+            return _models[semantic]
+        problems = []
+        try:
+            vad: Any = SileroVad()
+        except Exception as exc:  # noqa: BLE001 - missing package, corrupt file, old onnxruntime
+            log.warning("Silero VAD unavailable: %s", exc)
+            problems.append(f"voice detector: {exc}")
+            vad = EnergyVad()
+        classifier = None
+        if semantic:
+            try:
+                classifier = SmartTurn()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("smart-turn unavailable: %s", exc)
+                problems.append(f"end-of-turn model: {exc}")
+        _models[semantic] = TurnModels(vad, classifier, "; ".join(problems))
+        return _models[semantic]
+
+
+def unavailable_message(problem: str, silence_s: float) -> str:
+    """What to tell the user when the turn models could not load."""
+    return (
+        f"Semantic end-of-turn detection is unavailable ({problem}); turns end after {silence_s:g} s of "
+        "silence instead. Reinstall captioner's dependencies (pip install --no-deps pipecat-ai onnxruntime "
+        "loguru pydantic) to get it back."
+    )
+
+
+# -- the detector ---------------------------------------------------------------------------------------
+class TurnDetector:
+    """Per-session end-of-turn state machine on stream time (see module docstring).
+
+    Args:
+        settings: thresholds and limits.
+        sample_rate: rate (Hz) of the audio passed to :meth:`feed`; resampled to 16 kHz.
+        models: loaded models; default :func:`load_models` (cached per process).
+        source: label stamped on events.
+
+    Attributes:
+        time: stream seconds of audio consumed.
+        decisions: every classifier call as ``(stream time s, probability, ms)``.
+    """
+
+    def __init__(
+        self,
+        settings: TurnSettings | None = None,
+        sample_rate: int = MODEL_RATE,
+        models: TurnModels | None = None,
+        source: str = "",
+    ) -> None:
+        self.settings = settings or TurnSettings()
+        self.models = models or load_models(self.settings.semantic)
+        self.sample_rate = int(sample_rate)
+        self.source = source
+        self._resampler = None
+        if self.sample_rate != MODEL_RATE:
+            import soxr
+
+            self._resampler = soxr.ResampleStream(self.sample_rate, MODEL_RATE, 1, dtype="float32")
+        self._notice_pending = bool(self.models.problem) and self.settings.semantic
+        self.decisions: list[tuple[float, float, float]] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to stream time 0, no turn in progress."""
+        self._vad_state = self.models.vad.initial_state() if hasattr(self.models.vad, "initial_state") else None
+        self._carry = np.zeros(0, np.float32)
+        self._n = 0  # 16 kHz samples consumed by the VAD
+        self._history = np.zeros(0, np.float32)  # recent audio for the classifier
+        self._history_start = 0  # sample index of _history[0]
+        self._speaking = False
+        self._speech_run = 0
+        self._silence_run = 0
+        self._low_run = 0
+        self._in_turn = False
+        self._turn_start = 0
+        self._speech_end = 0
+        self._asked = False
+        self._candidate: float | None = None
+        self._last_p = 0.0
+        self._text = ""  # final text of the current turn
+        self._boundary_t = 0.0  # stream time (s) of the last boundary: older text belongs to that turn
+        self._text_end = 0.0
+        self._partial = ""
+        self._activity = "idle"
+        self._after = "idle"  # state shown when no turn is in progress
+        self._activity_t = -1.0
+        self._peak = 0.0
+
+    @property
+    def time(self) -> float:
+        """Stream seconds consumed."""
+        return self._n / MODEL_RATE
+
+    @property
+    def semantic(self) -> bool:
+        """True when the classifier is loaded and enabled."""
+        return self.settings.semantic and self.models.classifier is not None
+
+    # -- input ------------------------------------------------------------------------------------
+    def note_text(self, events: Iterable[Event]) -> None:
+        """Tell the detector what the backend decoded (call before :meth:`feed` of the same audio)."""
+        for ev in events:
+            if not isinstance(ev, TextDelta):
+                continue
+            if ev.final:
+                if ev.text.strip() and (ev.start >= self._boundary_t or not self._boundary_t):
+                    self._text += ev.text
+                    self._text_end = max(self._text_end, float(ev.end))
+                    self._partial = ""
+            else:
+                self._partial = ev.text
+
+    def feed(self, samples: np.ndarray) -> list[Event]:
+        """Consume ``[n] float32`` samples at ``sample_rate``; returns boundaries and activity events."""
+        out: list[Event] = []
+        if self._notice_pending:
+            self._notice_pending = False
+            out.append(Notice(unavailable_message(self.models.problem, self.settings.silence_s), "warning",
+                              "turn_detector_unavailable", self.source))
+        x = np.asarray(samples, dtype=np.float32)
+        if self._resampler is not None:
+            x = self._resampler.resample_chunk(x)
+        if not len(x):
+            return out
+        self._push_history(x)
+        buf = np.concatenate([self._carry, x]) if len(self._carry) else x
+        whole = len(buf) // VAD_WINDOW * VAD_WINDOW
+        for i in range(0, whole, VAD_WINDOW):
+            out += self._window(buf[i : i + VAD_WINDOW])
+        self._carry = buf[whole:].copy()
+        return out
+
+    def finish(self) -> list[Event]:
+        """End of stream: forget the open turn (the session sends ``end_of_stream``)."""
+        out = []
+        if self._activity != "idle":
+            out.append(VoiceActivity(self.time, 0.0, "turn_over", self.source))
+        self.reset()
+        return out
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _push_history(self, x: np.ndarray) -> None:
+        keep = int((MAX_TURN_AUDIO_S + PRE_SPEECH_S + self.settings.silence_s + 1.0) * MODEL_RATE)
+        self._history = np.concatenate([self._history, x]) if len(self._history) else x.copy()
+        if len(self._history) > keep:
+            drop = len(self._history) - keep
+            self._history = self._history[drop:]
+            self._history_start += drop
+
+    def _audio(self, start: int, end: int) -> np.ndarray:
+        start = max(start, end - int(MAX_TURN_AUDIO_S * MODEL_RATE), self._history_start)
+        a, b = start - self._history_start, end - self._history_start
+        return self._history[max(0, a) : max(0, b)]
+
+    def _window(self, window: np.ndarray) -> list[Event]:
+        p, self._vad_state = self.models.vad(window, self._vad_state)
+        self._reset_vad_when_quiet(p)
+        self._n += VAD_WINDOW
+        self._peak = max(self._peak, p)
+        out: list[Event] = []
+        s = self.settings
+        w_s = VAD_WINDOW / MODEL_RATE
+        if p >= SPEECH_ON or (self._speaking and p >= SPEECH_OFF):
+            self._speech_run += 1
+            if self._speaking or self._speech_run >= MIN_SPEECH_WINDOWS:
+                if not self._speaking and self._candidate is not None:
+                    # speech resumed before the text of the pause settled: decide with the words so far
+                    score = combine(self._candidate, self._turn_text())
+                    self._candidate = None
+                    self._last_p = score
+                    if score >= s.threshold:
+                        out += self._end_turn("semantic", score)
+                if not self._in_turn:
+                    self._in_turn = True
+                    self._turn_start = self._n - self._speech_run * VAD_WINDOW
+                self._speaking = True
+                self._silence_run = 0
+                self._asked = False
+        else:
+            self._speech_run = 0
+            if self._speaking:
+                self._speaking = False
+                self._speech_end = self._n - VAD_WINDOW
+            if self._in_turn:
+                self._silence_run += 1
+                silence = self._silence_run * w_s
+                if not self._asked and silence >= s.pause_s:
+                    self._asked = True
+                    self._ask()
+                if self._candidate is not None and (self._settled() or silence >= s.pause_s + s.settle_s):
+                    score = combine(self._candidate, self._turn_text())
+                    self._candidate = None
+                    self._last_p = score
+                    if score >= s.threshold:
+                        out += self._end_turn("semantic", score)
+                if self._in_turn and silence >= s.silence_s:
+                    out += self._end_turn("silence", self._last_p if self.semantic else 1.0)
+        out += self._report_activity(p)
+        return out
+
+    def _reset_vad_when_quiet(self, p: float) -> None:
+        # Silero's recurrent state drifts over long non-speech and then under-reports the
+        # speech that follows; pipecat resets it every ~2 s of clear non-speech. Same here.
+        self._low_run = self._low_run + 1 if p < 0.1 else 0
+        if self._low_run >= int(2.0 * MODEL_RATE / VAD_WINDOW) and hasattr(self.models.vad, "initial_state"):
+            self._vad_state = self.models.vad.initial_state()
+            self._low_run = 0
+
+    def _ask(self) -> None:
+        if not self.semantic:
+            return
+        end = self._speech_end + int(POST_SPEECH_S * MODEL_RATE)
+        audio = self._audio(self._turn_start - int(PRE_SPEECH_S * MODEL_RATE), min(end, self._n))
+        try:
+            t0 = time.perf_counter()
+            p = float(self.models.classifier(audio))
+            ms = 1000.0 * (time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001 - a failing model must not stop captioning
+            log.warning("end-of-turn model failed: %s", exc)
+            self.models.classifier = None
+            self.models.problem = f"end-of-turn model failed: {exc}"
+            self._notice_pending = True
+            return
+        self.decisions.append((self.time, p, ms))
+        self._last_p = p
+        self._candidate = p  # decided once the text of the pause has settled
+
+    def _turn_text(self) -> str:
+        return (self._text + " " + self._partial) if self._partial.strip() else self._text
+
+    def _settled(self) -> bool:
+        """The backend has finished the text up to the pause (no open partial, final text reaches it)."""
+        speech_end_s = self._speech_end / MODEL_RATE
+        return not self._partial.strip() and bool(self._text.strip()) and self._text_end >= speech_end_s - 0.5
+
+    def _end_turn(self, kind: str, probability: float) -> list[Event]:
+        had_text = bool(self._turn_text().strip())
+        self._in_turn = False
+        self._candidate = None
+        self._asked = False
+        self._silence_run = 0
+        self._text = ""
+        self._partial = ""
+        if not had_text:  # noise, a cough, music: no words, no turn
+            self._after = "idle"
+            return []
+        self._after = "turn_over"
+        self._boundary_t = self._speech_end / MODEL_RATE
+        return [TurnBoundary(self._speech_end / MODEL_RATE, kind, float(probability), self.source)]
+
+    def _report_activity(self, p: float) -> list[Event]:
+        if self._speaking:
+            state = "speaking"
+        elif self._in_turn:
+            state = "pause"
+        else:
+            state = self._after
+        t = self.time
+        if state == self._activity and (state in ("idle", "turn_over") or t - self._activity_t < ACTIVITY_INTERVAL_S):
+            return []
+        peak, self._peak = self._peak, 0.0
+        self._activity, self._activity_t = state, t
+        return [VoiceActivity(t, float(peak if state == "speaking" else p), state, self.source)]
+
+
+class HeadActivity:
+    """Indicator state for backends with their own semantic-VAD heads (Audio8).
+
+    Speech probability = 1 - the end-of-turn probability of the shortest horizon
+    ("no speech within 0.5 s"); a turn boundary switches to "turn over" until speech
+    is heard again.
+
+    Args:
+        source: label stamped on events.
+    """
+
+    def __init__(self, source: str = "") -> None:
+        self.source = source
+        self.state = "idle"
+        self._t = -1.0
+
+    def vad(self, ev: Any) -> VoiceActivity | None:
+        """A :class:`~captioner.events.VadProbabilities` step -> activity, or None when nothing changed."""
+        if not ev.eot:
+            return None
+        shortest = min(range(len(ev.eot)), key=lambda i: ev.horizons[i] if i < len(ev.horizons) else i)
+        speech = 1.0 - float(ev.eot[shortest])
+        if speech >= SPEECH_ON:
+            state = "speaking"
+        elif self.state in ("speaking", "pause"):
+            state = "pause"
+        else:
+            state = self.state
+        if state == self.state and (state in ("idle", "turn_over") or ev.time - self._t < ACTIVITY_INTERVAL_S):
+            return None
+        self.state, self._t = state, float(ev.time)
+        return VoiceActivity(float(ev.time), speech, state, self.source)
+
+    def boundary(self, ev: TurnBoundary) -> VoiceActivity:
+        """A turn boundary fired: the dot shows "turn over"."""
+        self.state, self._t = "turn_over", float(ev.time)
+        return VoiceActivity(float(ev.time), 0.0, "turn_over", self.source)
+
+
+__all__ = [
+    "combine",
+    "EnergyVad",
+    "SileroVad",
+    "SmartTurn",
+    "TurnDetector",
+    "TurnModels",
+    "TurnSettings",
+    "UNFINISHED_WORDS",
+    "HeadActivity",
+    "load_models",
+    "text_unfinished",
+]
