@@ -34,6 +34,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   case "$(uname -s)" in MINGW*|MSYS*|CYGWIN*) "${pip[@]}" install "soundcard==0.4.6" ;; esac
   # shellcheck disable=SC2086
   "${pip[@]}" install $PYINSTALLER_PIN "$repo$pip_extras"
+  # end-of-turn models: pipecat-ai without its ~0.5 GB of dependencies, as scripts/_common.sh does
+  turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  [ -n "$turn_spec" ] && "${pip[@]}" install --no-deps "$turn_spec"
   echo "$want" > "$stamp"
 fi
 

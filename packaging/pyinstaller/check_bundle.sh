@@ -19,8 +19,11 @@ t1=$(date +%s)
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-espeak-ng -s 160 -w "$work/speech.wav" "Good morning everyone. The project meeting begins at ten o clock. \
-Please send the quarterly report to the whole team before Friday."
+# three sentences with pauses between them: the end-of-turn models decide there, so their
+# presence in the bundle shows in the transcript's turns
+espeak-ng -m -s 160 -w "$work/speech.wav" "<speak>Good morning everyone. <break time='2500ms'/> \
+The project meeting begins at ten o clock. <break time='2500ms'/> \
+Please send the quarterly report to the whole team before Friday.</speak>"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 fail=0
 v_frozen="$("$frozen" --version)"; v_unfrozen="$("$unfrozen" --version)"
@@ -34,6 +37,13 @@ for who in frozen unfrozen; do
     "$cmd" transcribe "$work/speech.wav" --format json -o "$work/$who.json" 2>"$work/$who.log" \
     || { echo "check_bundle: $who transcribe failed:" >&2; cat "$work/$who.log" >&2; fail=1; }
 done
+# The same warnings (e.g. "semantic end-of-turn detection is unavailable") from both, i.e. none
+# that only the bundle prints because something was left out of it.
+for who in frozen unfrozen; do grep -i "warning\|unavailable" "$work/$who.log" > "$work/$who.warn" || true; done
+if ! cmp -s "$work/frozen.warn" "$work/unfrozen.warn"; then
+  echo "check_bundle: the frozen app warns differently:" >&2; diff "$work/unfrozen.warn" "$work/frozen.warn" >&2 || true
+  fail=1
+fi
 # Everything except when and where (creation time, journal path) must be identical: text, times,
 # turn ends, sources, backend description, app version.
 "${CHECK_PYTHON:-$repo/.venv-test/bin/python}" - "$work/frozen.json" "$work/unfrozen.json" <<'PY' || fail=1
@@ -44,6 +54,7 @@ for d in (a, b):
         d["metadata"].pop(k, None)
 for s in a["segments"]:
     print(f"  frozen  {s['start']:6.2f}-{s['end']:6.2f}  {s['text']}")
+print("  turns: " + ", ".join(f"{t['time']:.2f} s {t['kind']}" for t in a.get("turns", [])))
 if a != b:
     for s in b["segments"]:
         print(f"  unfrozen {s['start']:6.2f}-{s['end']:6.2f}  {s['text']}")
