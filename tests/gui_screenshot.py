@@ -80,7 +80,7 @@ def main() -> int:
             app.processEvents()
             shot("overlay_after_stop.png")
             summary["transcript"] = gui.window.transcript_view.toPlainText()
-            summary["status"] = gui.window.status_label.text()
+            summary["status"] = gui.window.run_bar.status_label.text()
             summary["messages"] = gui.window.messages.messages()
             app.quit()
 
