@@ -14,13 +14,13 @@ from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
 from captioner.resources import APP_ID
+from captioner.ui.icons import application_icon
 from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.placement import first_run_placement
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
 from captioner.ui.single_instance import SingleInstance
-from captioner.ui.icons import application_icon
 from captioner.ui.tray import TrayIcon
 
 
