@@ -116,6 +116,10 @@ class Stats:
         overflows: count of device/queue overflow reports.
         nonfinite_samples: NaN/inf samples replaced by silence.
         source: session label ("" for the whole engine).
+        gpu_memory_used_bytes, gpu_memory_total_bytes: a remote server's GPU memory (0 = unknown).
+        client_latency_ms: remote backend: median ms from handing a step to the client until
+            its delta was back (network + server + client; 0 = unknown).
+        reconnects: remote backend: new server sessions opened after a fault.
     """
 
     step_ms: float = 0.0
@@ -126,6 +130,10 @@ class Stats:
     overflows: int = 0
     nonfinite_samples: int = 0
     source: str = ""
+    gpu_memory_used_bytes: int = 0
+    gpu_memory_total_bytes: int = 0
+    client_latency_ms: float = 0.0
+    reconnects: int = 0
 
 
 @dataclass(frozen=True)

@@ -4,5 +4,5 @@
 set -euo pipefail
 source "$(dirname "$0")/_common.sh"
 install_apt run
-make_venv "$repo/.venv" ""
+make_venv "$repo/.venv" "[remote]"  # remote: the small websockets client for a GPU server
 exec "$repo/.venv/bin/captioner" "$@"

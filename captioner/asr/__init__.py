@@ -35,12 +35,14 @@ def load_backend(
             directory for "audio8", a ``.tflite`` file for "tflite", a ``ws://`` URL for
             "remote".
         clock_ms, delay_ms: audio clock and transcription delay in ms (Audio8/remote only;
-            validated by :meth:`ChunkGeometry.from_clock`).
+            validated by :meth:`ChunkGeometry.from_clock`; the remote server runs the 80 ms
+            clock only).
         language: "en" or "zh" (the default model is English-only).
         batch_size: sessions per model call; ``None`` = the backend's default (TFLite:
             fixed by the export).
         **options: backend-specific options passed through (e.g. ``device``, ``dtype``,
-            ``vad_threshold`` for Audio8).
+            ``vad_threshold`` for Audio8; ``token``, ``ca_file``, ``model_name``, ``hotwords``
+            for remote).
 
     Raises:
         BackendError: unknown kind, missing model, missing optional dependency (the
@@ -76,10 +78,14 @@ def load_backend(
         if batch_size:
             kw["batch_size"] = batch_size
         return load_audio8_backend(model, clock_ms=clock_ms, delay_ms=delay_ms, language=language, **kw)
-    raise BackendError(
-        "the remote backend (Audio8 served by vLLM over /v1/realtime) is not available in this version; "
-        "use the default model, or the audio8 backend with a local GPU"
-    )
+    if int(clock_ms) != 80:
+        raise BackendError(f"the remote server runs the 80 ms clock only, not {clock_ms} ms; use --clock 80")
+    from captioner.asr.remote import load_remote_backend
+
+    kw = dict(options)
+    if batch_size:
+        kw["batch_size"] = batch_size
+    return load_remote_backend(str(model), delay_ms=delay_ms, language=language, **kw)
 
 
 def model_problem(kind: str, model: str | os.PathLike | None) -> str | None:
@@ -88,6 +94,10 @@ def model_problem(kind: str, model: str | os.PathLike | None) -> str | None:
     Cheap (no import, no file read): the CLI calls it to report a usage error before
     anything loads; :func:`load_backend` raises it as a :class:`BackendError`.
     """
+    if kind == "remote":
+        from captioner.asr.remote import url_problem
+
+        return url_problem(str(model) if model else None)
     if kind not in _MODEL_HINT:
         return None
     if not model:

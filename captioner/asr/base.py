@@ -106,6 +106,11 @@ class Backend(abc.ABC):
             session waiting on this call and keeps its worker running.
         """
 
+    def state_stats(self, state: Any) -> dict:
+        """Backend-measured fields of :class:`~captioner.events.Stats` for one session's
+        ``state`` (e.g. a remote server's step ms and GPU memory); ``{}`` = none."""
+        return {}
+
     def close(self) -> None:
         """Release model resources (interpreters, GPU memory). Idempotent."""
 

@@ -18,20 +18,28 @@ from captioner.asr.geometry import ChunkGeometry, GeometryError
 def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     """The backend options shared by ``transcribe`` and ``listen``."""
     p.add_argument("--backend", choices=BACKENDS, default="default", help="ASR backend (default: embedded model)")
-    p.add_argument("--model", help="Audio8 checkpoint directory, .tflite file, or ws:// URL of a remote server")
+    p.add_argument("--model", help="Audio8 checkpoint directory, .tflite file, or ws://HOST:18191/v1/realtime URL of "
+                   "a remote Audio8 server (one URL per live source, comma-separated)")
     p.add_argument("--clock", type=int, default=None, help="audio clock in ms: 80, 120 or 160 (Audio8; default 80)")
     p.add_argument("--delay", type=int, default=None,
-                   help="transcription delay in ms, a multiple of the clock (Audio8; default 480)")
+                   help="transcription delay in ms, a multiple of the clock (Audio8/remote; default 480)")
     p.add_argument("--language", choices=("en", "zh"), default="en", help="spoken language")
     p.add_argument("--device", default=None, help="Audio8: cuda, cuda:N, mps or cpu (default: automatic)")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), default=None, help="Audio8: weight dtype")
     p.add_argument("--vad-horizon", type=float, default=1.0, choices=(0.5, 1.0, 2.0, 3.0),
-                   help="Audio8: semantic-VAD horizon in s that decides turn ends (default 1.0)")
+                   help="Audio8/remote: semantic-VAD horizon in s that decides turn ends (default 1.0)")
     p.add_argument("--vad-threshold", "--turn-threshold", dest="vad_threshold", type=float, default=0.5,
                    help="end-of-turn probability a pause needs to end a turn, any backend (0-1, default 0.5; "
                         "lower ends turns sooner)")
     p.add_argument("--silence-limit", type=float, default=3.0,
                    help="seconds of silence that end a turn whatever the end-of-turn model says (default 3)")
+    p.add_argument("--ca-file", default=None, metavar="PEM",
+                   help="remote: certificate (or CA) that signs a wss:// server, e.g. the proxy's self-signed "
+                   "server.crt. The server key, if any, is read from $CAPTIONER_REMOTE_TOKEN")
+    p.add_argument("--server-model", default=None, metavar="NAME",
+                   help="remote: served model name (default audio8-asr-infinite)")
+    p.add_argument("--hotword", action="append", default=[], metavar="WORD",
+                   help="remote: a term the server should prefer (repeatable)")
 
 
 #: Clock and delay used when the user gives none (model card: 80 ms clock, 480 ms delay).
@@ -62,6 +70,19 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
                 ChunkGeometry.from_clock(args.clock, args.delay)
         except GeometryError as exc:
             return str(exc)
+    if args.backend == "remote" and args.clock != 80:
+        return f"the remote server runs the 80 ms clock only, not {args.clock} ms"
+    if args.backend == "remote":
+        from captioner.asr.remote.protocol import ProtocolError, check_delay
+
+        try:
+            check_delay(args.delay)
+        except ProtocolError as exc:
+            return str(exc)
+    if args.backend != "remote" and (args.ca_file or args.server_model or args.hotword):
+        return "--ca-file, --server-model and --hotword apply to --backend remote only"
+    if args.ca_file and not os.path.isfile(args.ca_file):
+        return f"CA file not found: {args.ca_file}"
     if not 0.0 < args.vad_threshold < 1.0:
         return f"--vad-threshold must be between 0 and 1, got {args.vad_threshold}"
     if not args.silence_limit > 0:
@@ -115,6 +136,9 @@ def open_backend(args: argparse.Namespace):
     if args.backend == "audio8":
         options = dict(device=args.device, dtype=args.dtype, vad_horizon_s=args.vad_horizon,
                        vad_threshold=args.vad_threshold)
+    elif args.backend == "remote":
+        options = dict(vad_horizon_s=args.vad_horizon, vad_threshold=args.vad_threshold, ca_file=args.ca_file,
+                       model_name=args.server_model, hotwords=tuple(args.hotword))
     return load_backend(
         args.backend,
         args.model,

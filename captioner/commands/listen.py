@@ -181,6 +181,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except (BackendError, SourceError, ValueError, ImportError) as exc:
         print(f"captioner: error: {exc}", file=err)
         return 1
+    servers = getattr(backend, "urls", None)
+    if backend.name == "remote" and servers is not None and len(sources) > len(servers):
+        print(f"captioner: error: {len(sources)} sources need {len(sources)} caption servers (an Audio8 server "
+              f"serves one stream), but only {len(servers)} URL is configured: give one URL per source, "
+              "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
+        return 2
     transcript, notice = LiveTranscript.start(
         args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
     )

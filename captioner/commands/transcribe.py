@@ -96,6 +96,14 @@ def _notice(n: Notice | None) -> None:
         print(f"captioner: {n.severity}: {n.message}", file=sys.stderr)
 
 
+def _backend_notice(ev, errors: list) -> None:
+    """Print a backend's notice (reconnects, dropped audio, a failure at the end); keep errors."""
+    if isinstance(ev, Notice):
+        _notice(ev)
+        if ev.severity == "error":
+            errors.append(ev)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``captioner transcribe``; returns the exit code."""
     fmt = args.format or (format_from_path(args.output) if args.output else "") or "txt"
@@ -143,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(len(audio) / rate)
     t_start = time.perf_counter()
     stats = session.stats()
+    errors: list[Notice] = []  # error notices from the backend (e.g. a remote server lost at the end)
     try:
         for i in range(0, len(audio), block):
             piece = audio[i : i + block]
@@ -152,14 +161,12 @@ def run(args: argparse.Namespace) -> int:
                     time.sleep(wait)  # pacing like a live device, not synchronisation
             for ev in session.feed(piece):
                 _notice(live.add(ev))
-                if isinstance(ev, Notice):
-                    _notice(ev)  # e.g. the end-of-turn model is unavailable
+                _backend_notice(ev, errors)
             progress.update((i + len(piece)) / rate)
         stats = session.stats()
         for ev in session.end():
             _notice(live.add(ev))
-            if isinstance(ev, Notice):
-                _notice(ev)
+            _backend_notice(ev, errors)
     except KeyboardInterrupt:
         _notice(live.close())
         _error("interrupted; the text so far is in the journal " + str(live.transcript.metadata.get("journal", "")))
@@ -194,4 +201,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_transcript(transcript, fmt))
         sys.stdout.flush()
     backend.close()
-    return 0
+    return 1 if errors else 0

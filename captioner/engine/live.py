@@ -354,15 +354,13 @@ class LiveCaptioner:
             ss = ended[id(lane)] if ended else lane.session.stats()
             rate = lane.source.target_rate
             dropped_s = st.dropped_s + lane.dropped / rate
+            dropped_s += ss.dropped_s  # audio a remote backend could not deliver during an outage
             self._emit(
-                Stats(
-                    step_ms=ss.step_ms,
-                    rtf=ss.rtf,
+                dataclasses.replace(
+                    ss,
                     backlog_s=0.0 if ended else self._backlog(lane),
-                    audio_s=ss.audio_s,
                     dropped_s=dropped_s,
                     overflows=st.overflows,
-                    nonfinite_samples=ss.nonfinite_samples,
                     source=lane.source.label,
                 )
             )

@@ -28,6 +28,7 @@ from two threads at once. To batch several sessions from one thread use
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Iterable, Sequence
 
@@ -181,8 +182,13 @@ class StreamingSession:
             self.start()
 
     def stats(self) -> Stats:
-        """Per-session health: mean step ms, real-time factor, decoded audio seconds."""
+        """Per-session health: mean step ms, real-time factor, decoded audio seconds, plus what
+        the backend measured itself (``Backend.state_stats``: a remote server's step ms, ...)."""
         audio_s = self._steps * self.geometry.chunk_seconds
+        extra = self.backend.state_stats(self.state) if self.state is not None else {}
+        return dataclasses.replace(self._base_stats(audio_s), **extra) if extra else self._base_stats(audio_s)
+
+    def _base_stats(self, audio_s: float) -> Stats:
         return Stats(
             step_ms=1000.0 * self._step_s / self._steps if self._steps else 0.0,
             rtf=self._step_s / audio_s if audio_s else 0.0,

@@ -57,11 +57,14 @@ BEHIND_ADVICE = {
     "default": "The built-in model is already the fastest one: close other busy programs, or caption one "
                "source instead of two.",
     "audio8": "Choose a longer clock or delay, or the built-in model, or close other busy programs.",
-    "remote": "The server is too busy or too slow: choose a longer clock or delay, or the built-in model.",
+    "remote": "The caption server is too busy or too slow for real time (it runs the 80 ms clock only): use a "
+              "faster GPU server or the built-in model.",
     "": "Choose the built-in model, or close other busy programs.",
 }
 #: Message codes that stay when a run starts (they are not about the previous run).
 PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts")
+#: Notices of the remote backend that tell its connection state (shown as one message).
+REMOTE_STATE_CODES = ("remote_connected", "remote_reconnecting", "remote_reconnected", "remote_dropped")
 #: Messages about the audio sources: they go when the user changes the sources.
 SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
 #: Messages about the model: they go when the user changes the model.
@@ -323,7 +326,8 @@ class MainWindow(QMainWindow):
         self.controller.stop(True)
 
     def _check_config(self, config: EngineConfig) -> str:
-        return (self.sources.problem(list(config.sources)) or self.model_panel.problem(config.backend, config.model)
+        return (self.sources.problem(list(config.sources)) or self.model_panel.problem(config.backend, config.model,
+                                                                                          len(config.sources))
                 or self.save_panel.problem())
 
     # -- engine signals ----------------------------------------------------------------------
@@ -419,7 +423,9 @@ class MainWindow(QMainWindow):
     def _show_notice(self, notice: Notice) -> None:
         if notice.code in ("stopped", "journal_ok"):
             return
-        self.messages.show_message(notice.message, notice.severity, notice.code or "notice")
+        # a remote server's connection state is one message that each change replaces
+        code = "remote_connection" if notice.code in REMOTE_STATE_CODES else notice.code
+        self.messages.show_message(notice.message, notice.severity, code or "notice")
 
     # -- overlay -----------------------------------------------------------------------------
     def set_overlay_visible(self, on: bool) -> None:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.asr.geometry import AUDIO8_OPERATING_POINTS, allowed_delays, post_trained_delays
+from captioner.asr.remote.protocol import SERVER_DELAYS_MS
 from captioner.engine.qt_emit import emit
 from captioner.ui.qt_helpers import select_data
 from captioner.ui.settings import Keys, Settings
@@ -84,6 +85,23 @@ def tflite_file_problem(path: str) -> str:
     return ""
 
 
+def remote_problem(urls: str | None, sources: int = 1) -> str:
+    """Why ``urls`` cannot caption ``sources`` sources on remote servers, or ``""`` (no network)."""
+    from captioner.asr import model_problem
+
+    if not (urls or "").strip():
+        return "Enter the server address, e.g. ws://127.0.0.1:18191/v1/realtime."
+    problem = model_problem("remote", urls)
+    if problem:
+        return problem[0].upper() + problem[1:] + ("" if problem.endswith((".", "?")) else ".")
+    count = len([u for u in urls.replace(" ", ",").split(",") if u.strip()])
+    if sources > count:
+        return (f"{sources} sources need {sources} caption servers: an Audio8 server serves one stream, and only "
+                f"{count} URL is entered. Give one URL per source, comma-separated (e.g. "
+                "ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime), or caption one source.")
+    return ""
+
+
 class ModelPanel(QGroupBox):
     """The "Model" group: backend, location, clock, delay, language.
 
@@ -113,6 +131,11 @@ class ModelPanel(QGroupBox):
         row.addWidget(self.model_button)
         self.model_row_label = QLabel("&Location:")
         form.addRow(self.model_row_label, row)
+        self.key_edit = QLineEdit()  # remote server key: never shown, never logged
+        self.key_edit.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key_edit.setPlaceholderText("optional (server started with --api-key)")
+        self.key_label = QLabel("Key:")
+        form.addRow(self.key_label, self.key_edit)
         timing = QHBoxLayout()
         self.clock_combo = QComboBox()
         for clock in sorted(AUDIO8_OPERATING_POINTS):
@@ -144,6 +167,7 @@ class ModelPanel(QGroupBox):
         for combo in (self.backend_combo, self.clock_combo, self.delay_combo, self.language_combo):
             combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
         self.model_edit.textChanged.connect(lambda _t: emit(self.changed))
+        self.key_edit.textChanged.connect(lambda _t: emit(self.changed))
 
     # -- settings ----------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -155,6 +179,7 @@ class ModelPanel(QGroupBox):
         self._fill_delays()
         select_data(self.delay_combo, s.get(Keys.DELAY_MS))
         select_data(self.language_combo, s.get(Keys.LANGUAGE))
+        self.key_edit.setText(s.get(Keys.REMOTE_KEY))
         self.update_controls()
 
     def save_settings(self) -> None:
@@ -168,6 +193,7 @@ class ModelPanel(QGroupBox):
         if self.delay_combo.currentData() is not None:
             s.set(Keys.DELAY_MS, int(self.delay_combo.currentData()))
         s.set(Keys.LANGUAGE, self.language_combo.currentData())
+        s.set(Keys.REMOTE_KEY, self.key_edit.text().strip())
 
     # -- state -------------------------------------------------------------------------------
     def backend(self) -> str:
@@ -185,6 +211,9 @@ class ModelPanel(QGroupBox):
         clocked = backend in CLOCKED
         for wdg in (self.clock_combo, self.delay_combo):
             wdg.setEnabled(clocked and not busy)
+        if backend == "remote":  # the server runs the 80 ms clock only
+            select_data(self.clock_combo, 80)
+            self.clock_combo.setEnabled(False)
         # the built-in and TFLite models have no Audio8 clock/delay to choose: hide the pickers
         for wdg in (self.clock_label, self.clock_combo, self.delay_label, self.delay_combo):
             wdg.setVisible(clocked)
@@ -195,7 +224,9 @@ class ModelPanel(QGroupBox):
         self.model_edit.setVisible(has_location)
         self.model_row_label.setVisible(has_location)
         self.model_button.setVisible(backend in ("audio8", "tflite"))
-        for wdg in (self.backend_combo, self.model_edit, self.model_button):
+        self.key_edit.setVisible(backend == "remote")
+        self.key_label.setVisible(backend == "remote")
+        for wdg in (self.backend_combo, self.model_edit, self.model_button, self.key_edit):
             wdg.setEnabled(not busy)
 
     def _on_backend_changed(self) -> None:
@@ -203,7 +234,10 @@ class ModelPanel(QGroupBox):
         key = LOCATION_KEYS.get(backend)
         self.model_edit.setText(self.settings.get(key) if key else "")
         self.model_edit.setPlaceholderText(PLACEHOLDERS.get(backend, ""))
+        self.model_edit.setToolTip("Server address; microphone and system audio at once need one server each: "
+                                   "give two addresses, comma-separated" if backend == "remote" else "")
         self.update_controls()
+        self._fill_delays()
 
     def _fill_delays(self) -> None:
         clock = int(self.clock_combo.currentData() or 80)
@@ -211,7 +245,10 @@ class ModelPanel(QGroupBox):
         trained = post_trained_delays(clock)
         self.delay_combo.blockSignals(True)
         self.delay_combo.clear()
+        served = SERVER_DELAYS_MS if self.backend() == "remote" else None
         for d in allowed_delays(clock):
+            if served is not None and d not in served:
+                continue  # the remote server refuses it
             self.delay_combo.addItem(f"{d} ms ★" if d in trained else f"{d} ms", d)
         self.delay_combo.blockSignals(False)
         if not select_data(self.delay_combo, keep) and trained:
@@ -219,10 +256,13 @@ class ModelPanel(QGroupBox):
 
     # -- config ------------------------------------------------------------------------------
     def config_fields(self) -> dict:
-        """The model part of an ``EngineConfig``: backend, model, clock_ms, delay_ms, language."""
+        """The model part of an ``EngineConfig``: backend, model, clock_ms, delay_ms, language
+        (and the remote server key as the ``token`` option)."""
         backend = self.backend()
         model = (self.model_edit.text().strip() or None) if backend != "default" else None
+        key = self.key_edit.text().strip()
         return {
+            "options": (("token", key),) if backend == "remote" and key else (),
             "backend": backend,
             "model": model,
             "clock_ms": int(self.clock_combo.currentData()),
@@ -230,7 +270,7 @@ class ModelPanel(QGroupBox):
             "language": self.language_combo.currentData(),
         }
 
-    def problem(self, backend: str, model: str | None) -> str:
+    def problem(self, backend: str, model: str | None, sources: int = 1) -> str:
         """What must be fixed before this model can load, or ``""``.
 
         Cheap checks only (names and the first bytes of a file, no import): an empty or
@@ -244,8 +284,8 @@ class ModelPanel(QGroupBox):
             return audio8_folder_problem(model)
         if backend == "tflite":
             return tflite_file_problem(model)
-        if backend == "remote" and not (model or "").startswith(("ws://", "wss://")):
-            return "Enter the server address, e.g. ws://127.0.0.1:18191/v1/realtime."
+        if backend == "remote":
+            return remote_problem(model, sources)
         return ""
 
     def _browse_model(self) -> None:

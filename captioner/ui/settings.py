@@ -114,7 +114,8 @@ class Keys:
     AUDIO8_DIR = Key("engine/audio8_dir", str, "", doc="Audio8 ASR Infinite checkpoint folder")
     TFLITE_FILE = Key("engine/tflite_file", str, "", doc="TensorFlowASR .tflite export")
     REMOTE_URL = Key("engine/remote_url", str, "ws://127.0.0.1:18191/v1/realtime",
-                     doc="Audio8 vLLM realtime endpoint (DESIGN section 2, default port 18191)")
+                     doc="Audio8 vLLM realtime endpoint(s), one per source, comma-separated (DESIGN section 2)")
+    REMOTE_KEY = Key("engine/remote_key", str, "", doc="Key of a remote server started with --api-key (optional)")
     CLOCK_MS = Key("engine/clock_ms", int, 80, (80, 120, 160), doc="Audio clock (ms), Audio8 operating points")
     DELAY_MS = Key("engine/delay_ms", int, 480, minimum=240, maximum=2400,
                    doc="Transcription delay (ms): a multiple of the clock, 240-2400 ms")

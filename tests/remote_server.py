@@ -1,0 +1,368 @@
+"""A scripted, protocol-faithful Audio8 ``/v1/realtime`` server for tests (loopback only).
+
+Behaves like the reference deployment (``audio8_asr_infinite/vllm_serve/vllm0271/realtime``,
+DESIGN section 2 "Remote"), on the same ``websockets`` library the client uses:
+
+* ``session.created`` on accept; ``session.update`` needs ``model`` on the first one
+  (``invalid_event``), a served name (``model_not_found``); language defaults to zh;
+* ``append``: base64 PCM16; bad base64, odd byte count or empty -> ``invalid_audio``;
+* ``commit final=false`` before a valid update -> ``model_not_validated``; else starts a
+  generation; ``final=true`` -> (delay + 1 + 10) steps of padding, then ``transcription.done``;
+* the reference schedule (``buffer_realtime_audio``): token ``k`` is the model's output for
+  audio step ``k`` (1280 samples) and can only be produced once the server holds
+  ``(k + delay_steps + 1) * 1280 + 40`` samples (the delay's worth after it, plus the 2.5 ms
+  look-ahead); after ``final`` the right padding lets it finish: N steps of audio give
+  N + 11 tokens. Per token: ``metrics.delta``, ``semantic_vad.delta`` (when the script has
+  VAD), then exactly one ``transcription.delta`` (empty ones included);
+* errors are flat ``{type:error, error, code}`` and never close the socket; unknown types ->
+  ``unknown_event``; invalid JSON -> ``invalid_json``; a binary frame ends the connection
+  without an error event.
+
+What it says is scripted (:class:`Script`): text per step (or decoded from the audio: a
+step whose samples hold the constant ``k / 1000`` says word ``wk``), VAD probabilities per
+step, and faults (close with a code, abrupt drop, silence, slow reading, error events).
+Every received sample is counted per connection, so tests can prove nothing was lost or
+sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from websockets.asyncio.server import serve
+from websockets.exceptions import ConnectionClosed
+
+STEP = 1280
+LOOKAHEAD = 40  # 2.5 ms
+HORIZONS = [0.5, 1.0, 2.0, 3.0]
+SERVED = "audio8-asr-infinite"
+
+
+def word_audio(words: list[int], steps_each: int = 1) -> np.ndarray:
+    """``[len(words) * steps_each * 1280] float32`` audio that the word decoder reads back:
+    step samples hold ``k / 1000`` for word ``k`` (0 = silence)."""
+    return np.concatenate([np.full(STEP * steps_each, k / 1000.0, dtype=np.float32) for k in words])
+
+
+@dataclass
+class Script:
+    """What the server says and does.
+
+    Attributes:
+        text: token index (0-based, per generation) -> delta text; tokens not listed send "".
+        words_from_audio: token ``k`` says the word held by audio step ``k`` (see
+            :func:`word_audio`) instead.
+        vad: step -> eot probabilities per horizon (None = no VAD heads: no VAD events).
+        close_after_steps: (steps, code) close the socket after that many steps of a connection.
+        drop_after_steps: abort the TCP connection after that many steps.
+        binary_after_steps: after that many steps end the connection the way the reference does
+            after a binary frame (its ``receive_text`` fails): a normal close, no error event.
+        binary_frame_at_step: send a binary frame to the client at that step (then go on).
+        error_at_step: (step, code) send that error event at that step of the first generation.
+        processing_error_at_step: fail the first generation there (error, no done).
+        processing_error_always: ... and every later generation too (a broken server).
+        silent: send session.created and then never anything else.
+        read_pause_s: stop reading for this long after the first append (slow reader).
+        faults_on_connection: apply the fault scripts on this connection number only (0-based).
+        step_ms: server-side delay per step (simulated model time).
+    """
+
+    text: dict[int, str] = field(default_factory=dict)
+    words_from_audio: bool = False
+    vad: dict[int, list[float]] | Callable[[int], list[float]] | None = None
+    close_after_steps: tuple[int, int] | None = None
+    drop_after_steps: int | None = None
+    binary_after_steps: int | None = None
+    binary_frame_at_step: int | None = None
+    error_at_step: tuple[int, str] | None = None
+    processing_error_at_step: int | None = None
+    processing_error_always: bool = False
+    silent: bool = False
+    read_pause_s: float = 0.0
+    faults_on_connection: int = 0
+    step_ms: float = 0.0
+
+
+@dataclass
+class ConnectionLog:
+    """What one connection received."""
+
+    updates: list[dict] = field(default_factory=list)
+    samples: list[np.ndarray] = field(default_factory=list)
+    commits: list[bool] = field(default_factory=list)
+    headers: dict = field(default_factory=dict)
+    steps: int = 0
+    #: generation audio step of every token this connection produced, per generation
+    transcribed: list[list[int]] = field(default_factory=list)
+    done_sent: int = 0
+    closed: bool = False
+
+    @property
+    def received(self) -> np.ndarray:
+        return np.concatenate(self.samples) if self.samples else np.zeros(0, dtype=np.float32)
+
+
+class ScriptedServer:
+    """Run :class:`Script` on ``ws://127.0.0.1:PORT/v1/realtime`` in a background thread.
+
+    Use as a context manager; ``url`` is the address; ``connections`` logs each connection.
+    """
+
+    def __init__(self, script: Script | None = None, *, token: str | None = None,
+                 rcvbuf: int | None = None, ssl_context=None) -> None:
+        self.script = script or Script()
+        self.token = token
+        self.rcvbuf = rcvbuf
+        self.ssl_context = ssl_context
+        self.connections: list[ConnectionLog] = []
+        #: while this returns True, new connections get HTTP 503 (the server is "down")
+        self.refuse: Callable[[], bool] = lambda: False
+        #: when set, every handshake is answered with a 302 redirect to this URL
+        self.redirect_to: str | None = None
+        self.changed = threading.Condition()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"{'wss' if self.ssl_context else 'ws'}://127.0.0.1:{self.port}/v1/realtime"
+
+    def __enter__(self) -> "ScriptedServer":
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Block until ``predicate()`` (checked whenever a connection changes) or timeout."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while not predicate():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.changed.wait(left)
+        return True
+
+    def total_received(self) -> np.ndarray:
+        return np.concatenate([c.received for c in self.connections]) if self.connections else np.zeros(0)
+
+    async def _start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        self._server = await serve(self._handle, sock=sock, process_request=self._check_auth,
+                                   ssl=self.ssl_context, max_size=2**24, ping_interval=None, compression=None)
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    def _check_auth(self, connection, request):
+        if request.path.split("?")[0] != "/v1/realtime":
+            return connection.respond(404, "Not Found\n")
+        if self.redirect_to:
+            response = connection.respond(302, "")
+            response.headers["Location"] = self.redirect_to
+            return response
+        if self.refuse():
+            return connection.respond(503, "Service Unavailable\n")
+        if self.token and request.headers.get("Authorization") != f"Bearer {self.token}":
+            return connection.respond(401, "Unauthorized\n")
+        return None
+
+    def _notify(self) -> None:
+        with self.changed:
+            self.changed.notify_all()
+
+    async def _handle(self, ws) -> None:
+        # like uvicorn's sockets (asyncio skips it for a socket passed in with sock=): no Nagle delay
+        ws.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        number = len(self.connections)
+        conn = ConnectionLog(headers=dict(ws.request.headers))
+        self.connections.append(conn)
+        faults = number == self.script.faults_on_connection
+        s = self.script
+        await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}", "created": int(time.time())}))
+        state = {"validated": False, "language": "zh", "delay": None, "generation": None}
+        try:
+            while True:
+                if s.read_pause_s and faults and conn.samples and not state.get("paused"):
+                    state["paused"] = True
+                    await asyncio.sleep(s.read_pause_s)
+                message = await ws.recv()
+                if isinstance(message, bytes):  # starlette's receive_text fails: connection ends, no error event
+                    return
+                try:
+                    ev = json.loads(message)
+                except ValueError:
+                    await self._error(ws, "Invalid JSON", "invalid_json")
+                    continue
+                try:
+                    await self._event(ws, conn, state, ev, faults, number)
+                except _Drop:
+                    ws.transport.abort()
+                    return
+                except _Close as c:
+                    await ws.close(c.code, "scripted close")
+                    return
+                except _Stop:
+                    return
+                self._notify()
+        except ConnectionClosed:
+            return
+        finally:
+            conn.closed = True
+            self._notify()
+
+    async def _error(self, ws, message: str, code: str) -> None:
+        await ws.send(json.dumps({"type": "error", "error": message, "code": code}))
+
+    async def _event(self, ws, conn: ConnectionLog, state: dict, ev: dict, faults: bool, number: int) -> None:
+        s = self.script
+        kind = ev.get("type")
+        if s.silent and faults:
+            if kind == "input_audio_buffer.append":
+                conn.samples.append(_decode(ev.get("audio", "")) if _decode(ev.get("audio", "")) is not None
+                                    else np.zeros(0, np.float32))
+            return
+        if kind == "session.update":
+            conn.updates.append(ev)
+            model = ev.get("model")
+            if model is None and not state["validated"]:
+                return await self._error(ws, "Missing required field: model", "invalid_event")
+            if model is not None and model != SERVED:
+                return await self._error(ws, f"The model `{model}` does not exist.", "model_not_found")
+            if not isinstance(ev.get("target_delay_ms", 0), int):
+                return await self._error(ws, "target_delay_ms must be an integer", "processing_error")
+            if ev.get("language") is not None:
+                state["language"] = ev["language"]
+            if ev.get("target_delay_ms") is not None:
+                state["delay"] = ev["target_delay_ms"]
+            state["validated"] = True
+        elif kind == "input_audio_buffer.append":
+            audio = _decode(ev.get("audio"))
+            if audio is None or audio.size == 0:
+                return await self._error(ws, "Invalid audio data", "invalid_audio")
+            conn.samples.append(audio)
+            gen = state["generation"]
+            if gen is not None:
+                gen["audio"] = np.concatenate([gen["audio"], audio])
+                need = (self._delay_steps(state) + 1) * STEP + LOOKAHEAD
+                while state["generation"] is gen and gen["steps"] * STEP + need <= len(gen["audio"]):
+                    await self._step(ws, conn, state, faults)
+        elif kind == "input_audio_buffer.commit":
+            if not state["validated"]:
+                return await self._error(ws, "Model not validated. Make sure to validate the model by sending "
+                                         "a session.update event.", "model_not_validated")
+            conn.commits.append(bool(ev.get("final")))
+            if ev.get("final"):
+                gen = state["generation"]
+                if gen is None:
+                    return
+                total = -(-len(gen["audio"]) // STEP) + 11  # with the right padding
+                while state["generation"] is gen and gen["steps"] < total:
+                    await self._step(ws, conn, state, faults)
+                if state["generation"] is gen:
+                    await ws.send(json.dumps({"type": "transcription.done", "text": gen["text"],
+                                              "usage": {"prompt_tokens": 16, "completion_tokens": gen["steps"],
+                                                        "total_tokens": 16 + gen["steps"]}}))
+                    conn.done_sent += 1
+                    state["generation"] = None
+            elif state["generation"] is None:
+                state["generation"] = {"audio": np.zeros(0, np.float32), "steps": 0, "text": "", "failed": False}
+                conn.transcribed.append([])
+        else:
+            await self._error(ws, f"Unknown event type: {kind}", "unknown_event")
+
+    def _delay_steps(self, state: dict) -> int:
+        return int(state["delay"] or 480) // 80
+
+    async def _step(self, ws, conn: ConnectionLog, state: dict, faults: bool) -> None:
+        """Produce token ``gen["steps"]`` from audio step ``k`` (zeros past the audio)."""
+        s = self.script
+        gen = state["generation"]
+        if gen is None or gen["failed"]:
+            return
+        k = gen["steps"]
+        chunk = gen["audio"][k * STEP : (k + 1) * STEP]
+        if s.step_ms:
+            await asyncio.sleep(s.step_ms / 1000)
+        conn.steps += 1
+        if s.processing_error_at_step == k and (faults or s.processing_error_always):
+            gen["failed"] = True
+            state["generation"] = None
+            return await self._error(ws, "CUDA error: scripted failure", "processing_error")
+        if faults and s.error_at_step and s.error_at_step[0] == k:
+            await self._error(ws, "scripted error", s.error_at_step[1])
+        await ws.send(json.dumps({"type": "metrics.delta", "step_index": k, "step_ms": 21.5, "audio_ms": 80.0,
+                                  "rtf": 0.27, "rtf_ema": 0.26, "gpu_memory_used_bytes": 12_900_000_000,
+                                  "gpu_memory_total_bytes": 24_000_000_000, "gpu_memory_used_ratio": 0.54}))
+        if s.vad is not None:
+            eot = s.vad(k) if callable(s.vad) else s.vad.get(k, [0.05, 0.05, 0.05, 0.05])
+            probs = [[p] + [(1 - p) / 7] * 7 for p in eot]
+            await ws.send(json.dumps({"type": "semantic_vad.delta", "step_index": k, "horizons_seconds": HORIZONS,
+                                      "predicted_classes": [0 if p > 0.5 else 1 for p in eot],
+                                      "probabilities": probs, "eot_probabilities": eot,
+                                      "selected_eot_horizon_seconds": 1.0, "selected_eot_probability": eot[1]}))
+        if s.words_from_audio:
+            word = int(round(float(np.median(chunk)) * 1000)) if len(chunk) else 0
+            delta = f" w{word}" if word > 0 else ""
+        else:
+            delta = s.text.get(k, "")
+        gen["text"] += delta
+        gen["steps"] += 1
+        conn.transcribed[-1].append(k)
+        await ws.send(json.dumps({"type": "transcription.delta", "delta": delta}))
+        if faults and s.binary_frame_at_step == conn.steps:
+            await ws.send(b"\x00\x01")
+        if faults and s.binary_after_steps == conn.steps:
+            raise _Close(1000)
+        if faults and s.close_after_steps and s.close_after_steps[0] == conn.steps:
+            raise _Close(s.close_after_steps[1])
+        if faults and s.drop_after_steps == conn.steps:
+            raise _Drop()
+
+
+class _Drop(Exception):
+    pass
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Close(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def _decode(audio) -> np.ndarray | None:
+    if not isinstance(audio, str):
+        return None
+    try:
+        raw = base64.b64decode(audio, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) % 2:
+        return None
+    return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
