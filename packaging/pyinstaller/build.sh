@@ -19,8 +19,9 @@ case "$(uname -s)" in
 esac
 
 extras="${CAPTIONER_BUNDLE_EXTRAS:-}"
-pip_extras=""
-[ -n "$extras" ] && pip_extras="[$extras]"
+# remote (the small websockets client for a GPU server) always, as scripts/start.sh installs it
+pip_extras="[remote]"
+[ -n "$extras" ] && pip_extras="[remote,$extras]"
 stamp="$venv/.captioner-bundle"
 hash="$("$py" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest()[:16])' "$repo/pyproject.toml")"
 want="$hash $PYINSTALLER_PIN $pip_extras"
