@@ -44,7 +44,7 @@ if ! cmp -s "$work/frozen.warn" "$work/unfrozen.warn"; then
   echo "check_bundle: the frozen app warns differently:" >&2; diff "$work/unfrozen.warn" "$work/frozen.warn" >&2 || true
   fail=1
 fi
-# Everything except when and where (creation time, journal path) must be identical: text, times,
+# Everything except when and where (creation time, journal path) must be identical: words, times,
 # turn ends, sources, backend description, app version.
 "${CHECK_PYTHON:-$repo/.venv-test/bin/python}" - "$work/frozen.json" "$work/unfrozen.json" <<'PY' || fail=1
 import json, sys
@@ -52,6 +52,16 @@ a, b = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:3])
 for d in (a, b):
     for k in ("created", "journal"):
         d["metadata"].pop(k, None)
+# Whitespace at the ends of a segment's text is left out of the comparison: whether a segment
+# starts with the space of the text delta that opened it depends on how fast the default model
+# decoded relative to the turn decision, and differs between two runs of the same install on a
+# busy machine. Words, times and turn boundaries must still be identical.
+raw_equal = a == b
+for d in (a, b):
+    for seg in d["segments"]:
+        seg["text"] = seg["text"].strip()
+if a == b and not raw_equal:
+    print("check_bundle: note: the transcripts differ only in whitespace at the ends of a segment")
 for s in a["segments"]:
     print(f"  frozen  {s['start']:6.2f}-{s['end']:6.2f}  {s['text']}")
 print("  turns: " + ", ".join(f"{t['time']:.2f} s {t['kind']}" for t in a.get("turns", [])))
