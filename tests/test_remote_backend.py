@@ -16,7 +16,7 @@ pytest.importorskip("websockets")
 from captioner.asr import BackendError, load_backend, model_problem  # noqa: E402
 from captioner.asr.remote import protocol as P  # noqa: E402
 from captioner.engine.session import StreamingSession  # noqa: E402
-from captioner.events import Notice, TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
+from captioner.events import VoiceActivity, Notice, TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
 from tests.remote_server import STEP, Script, ScriptedServer, word_audio  # noqa: E402
 
 FAST = dict(busy_timeout_s=1.0, answer_timeout_s=2.0, greet_timeout_s=2.0, connect_timeout_s=2.0,
@@ -62,6 +62,10 @@ def test_normal_session_text_turns_and_times():
                                  "target_delay_ms": 480}]
         assert conn.commits == [False, True] and conn.done_sent == 1
         np.testing.assert_array_equal(conn.received, _pcm_round_trip(audio))  # every sample once, in order
+    # the server's VAD heads drive the overlay's indicator, as local Audio8's do
+    activity = [e for e in events if isinstance(e, VoiceActivity)]
+    assert ("turn_over", pytest.approx(1.04)) in [(a.state, a.time) for a in activity]
+    events = [e for e in events if not isinstance(e, VoiceActivity)]
     deltas = [e for e in events if isinstance(e, TextDelta)]
     assert [(d.text, d.start, d.end) for d in deltas] == [
         (" Hello", pytest.approx(0.40), pytest.approx(0.48)),

@@ -422,3 +422,83 @@ def test_one_segment_per_turn_cues_never_span_two_turns_json_keeps_every_boundar
     assert any("Great" in c.text for c in cues) and not any("Great" in c.text and "Friday" in c.text for c in cues)
     doc = json.loads(format_json(t))
     assert [(x["kind"], x["probability"]) for x in doc["turns"]] == [("semantic", 0.83), ("silence", 0.41)]
+
+
+@pytest.mark.slow
+@needs_espeak
+def test_live_pipeline_with_a_backlog_ends_the_turn_before_the_next_speaker(moonshine, cases):
+    """The live path decodes in large blocks when it lags: the boundary still follows the first
+    speaker's last words and comes before the second speaker's text."""
+    from captioner.audio.filesource import FileSource
+    from captioner.engine.live import LiveCaptioner
+
+    _, facts = cases["change"]
+    events = []
+    live = LiveCaptioner(moonshine, [FileSource(facts["path"], label="Meeting", realtime=False)], events.append,
+                         turns=TurnSettings())
+    live.start()
+    assert live.wait(240)
+    lo, hi = facts["gap"]
+    (b,) = boundaries(events)
+    assert lo <= b.time <= hi and b.source == "Meeting"
+    i = events.index(b)
+    text = [e for e in events if isinstance(e, TextDelta) and e.text.strip()]
+    before = "".join(e.text for e in events[:i] if isinstance(e, TextDelta) and e.final).lower()
+    after = " ".join(e.text for e in events[i:] if isinstance(e, TextDelta)).lower()
+    assert "invite" in before and "see you" not in before and "see you" in after and text
+
+
+# -- the session's rules for a line model, scripted (fast) ------------------------------------------------------
+class ScriptedLineBackend(Backend):
+    """A line model like Moonshine: 100 ms steps; ``script`` maps a step to the events it emits
+    (finals followed by ``TurnBoundary("line")``, partials), with empty ``source``."""
+
+    name = "scripted-lines"
+
+    def __init__(self, script):
+        self.geometry = ChunkGeometry(RATE, 1600, 1600)
+        self.script = script
+
+    def step(self, rows):
+        out = []
+        for row in rows:
+            k = row.state or 0
+            events = list(self.script.get(k, [])) if row.audio is not None else []
+            out.append(StepResult(k + 1, events))
+        return out
+
+
+def run_lines(monkeypatch, audio, script, p_end=0.9):
+    monkeypatch.setattr(turns_mod, "_models", {True: TurnModels(ScriptedVad(), FixedClassifier(p_end))})
+    s = StreamingSession(ScriptedLineBackend(script), "You", TurnSettings())
+    events = []
+    for i in range(0, len(audio), 1600):
+        events += s.feed(audio[i : i + 1600])
+    return events + s.end()
+
+
+def test_line_ends_are_not_turn_ends_and_lines_of_a_turn_are_joined(monkeypatch):
+    # "So I think we should" (0-1.5 s), thinking pause, "move it to Friday" (2.8-4.3 s), then 3.5 s of silence
+    audio = script((1.5, 0.95), (1.3, 0.0), (1.5, 0.95), (3.5, 0.0))
+    lines = {
+        8: [TextDelta("So I think", 0.0, 0.8, False)],
+        20: [TextDelta("So I think we should.", 0.0, 1.5), TurnBoundary(1.5, "line"), TextDelta("", 1.5, 1.5, False)],
+        36: [TextDelta("Move it", 2.8, 3.6, False)],
+        # the line model finalises late, after the detector has decided: the boundary waits for it
+        70: [TextDelta("Move it to Friday.", 2.8, 4.3), TurnBoundary(4.3, "line"), TextDelta("", 4.3, 4.3, False)],
+    }
+    events = run_lines(monkeypatch, audio, lines)
+    kinds = [(type(e).__name__, getattr(e, "kind", getattr(e, "text", ""))) for e in events
+             if isinstance(e, (TextDelta, TurnBoundary)) and (not isinstance(e, TextDelta) or e.final)]
+    assert kinds == [("TextDelta", "So I think we should."), ("TextDelta", " Move it to Friday."),
+                     ("TurnBoundary", "semantic")]
+    partials = [e.text for e in events if isinstance(e, TextDelta) and not e.final and e.text]
+    assert partials == ["So I think", " Move it"]  # a continued line's partial follows a space too
+    (b,) = boundaries(events)
+    assert b.time == pytest.approx(4.3, abs=0.05) and b.source == "You"
+
+
+def test_line_model_noise_without_words_gives_no_turn(monkeypatch):
+    audio = script((1.0, 0.95), (4.0, 0.0))
+    events = run_lines(monkeypatch, audio, {})
+    assert boundaries(events, include_end=True) == []

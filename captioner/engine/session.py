@@ -41,6 +41,8 @@ from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabili
 
 #: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
 HOLD_BOUNDARY_S = 2.0
+#: Boundaries that are facts of the stream, not turn decisions: never held or dropped.
+PASS_THROUGH_KINDS = ("end_of_stream", "connection_gap")
 #: A held boundary is released by final text ending at most this long (s) before it.
 HELD_MATCH_S = 0.5
 
@@ -276,7 +278,7 @@ class StreamingSession:
 
     def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
         """Append ``ev`` to ``out`` by the turn rules; may hold back a boundary until its text is in."""
-        if isinstance(ev, TurnBoundary) and ev.kind != "end_of_stream" and self.turn_mode != "off":
+        if isinstance(ev, TurnBoundary) and ev.kind not in PASS_THROUGH_KINDS and self.turn_mode != "off":
             if from_backend and self.turn_mode == "audio":  # the detector decides; a line end is not a turn end
                 self._join_space = self._join_space or ev.kind == "line"
                 return
@@ -303,7 +305,7 @@ class StreamingSession:
                     self._held = [b for b in self._held if b.time > ev.end + HELD_MATCH_S]
                     self._emit_boundary(due[0], out)
             return
-        if isinstance(ev, TurnBoundary):  # end_of_stream, or turn handling off
+        if isinstance(ev, TurnBoundary):  # end_of_stream, a connection gap, or turn handling off
             self._text_since_turn = False
             out.append(ev)
             return

@@ -32,18 +32,23 @@ both ONNX files ship inside the ``pipecat-ai`` wheel (BSD-2):
 ``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) and
 ``pipecat/audio/vad/data/silero_vad.onnx`` (2.3 MB). The classifier is pipecat's own
 maintained ``LocalSmartTurnAnalyzerV3`` (its Whisper features and ONNX call, one
-intra-op thread): about 26 ms per decision, import 0.15 s, load 0.03 s. Its turn
+intra-op thread): 26 ms per decision on an idle core, 64 ms median / 103 ms p95 with
+both cores busy (``bench/turns.py``; 35-160 ms inside a session while the default
+model decodes), import 0.15-0.3 s, load 0.03-0.24 s. It is called through its
+``_predict_endpoint`` method, so the version is pinned to 1.14.x. Its turn
 buffering is not used: it stamps audio with the wall clock, so a file decoded faster
 than real time would be cut at the wrong places; the buffering here runs on stream
 time. pipecat's Silero wrapper module imports its volume tracker (``loudness``), so
 the VAD network is run here directly with onnxruntime from the wheel's file (about
 0.1 ms per 32 ms window).
 
-A plain ``pip install pipecat-ai`` pulls ~0.5 GB (aiohttp, openai, numba, ...) that
-none of this uses, so captioner depends on ``onnxruntime``, ``loguru``, ``pydantic``
+A plain ``pip install pipecat-ai`` pulls 498 MB into a fresh folder (llvmlite 173 MB,
+onnxruntime, numpy, numba, openai, aiohttp, Pillow, ...; 19 s from a warm cache) that
+this mostly does not use, so captioner depends on ``onnxruntime``, ``loguru``, ``pydantic``
 and ``wait_for2`` (what these two modules import) and installs ``pipecat-ai`` itself
 with ``--no-deps`` (``scripts/_common.sh``): 113 MB on disk in all (onnxruntime 78 MB,
-pipecat 34 MB) and ~3 s to install. Importing ``pipecat`` on Python < 3.12 replaces
+pipecat 34 MB) and ~3 s to install (``pip check`` then lists pipecat-ai's unused
+requirements as missing). Importing ``pipecat`` on Python < 3.12 replaces
 ``asyncio.wait_for`` with ``wait_for2.wait_for`` (a drop-in fix); its start-up log
 line is silenced. When any of it is missing or fails to load, the detector says so
 once (``Notice`` code ``turn_detector_unavailable``) and falls back to
@@ -58,7 +63,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Iterable, Protocol
 
 import numpy as np
 

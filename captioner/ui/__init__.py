@@ -6,6 +6,8 @@
 - ``run_bar``, ``transcript_view``, ``save_panel``: Start/Stop + status, the transcript pane, Save as….
 - ``session_model``: what the window's transcript holds and what is not on disk yet.
 - ``unsaved_dialog``: the Save / Discard / Cancel question on quit.
+- ``placement``: first-run places of the main window and the overlay (clear of each other).
+- ``qt_helpers``: small shared helpers (combo selection, ``m:ss`` times, standard keys).
 - ``overlay``: ``CaptionOverlay``, the always-on-top caption window.
 - ``caption_model``: Qt-free caption lines (finals, partial tails, turns).
 - ``recorder``: transcript + journal + autosave for the window (through captioner.transcript).

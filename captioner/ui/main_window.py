@@ -287,9 +287,8 @@ class MainWindow(QMainWindow):
     def build_config(self) -> EngineConfig:
         """The engine configuration for the current choices (sources labelled from settings)."""
         fields = self.model_panel.config_fields()
-        return EngineConfig(sources=tuple(self.sources.specs()), **fields,
-                            options=turn_backend_options(self.settings, fields["backend"]),
-                            turns=turn_settings(self.settings))
+        fields["options"] = tuple(fields.get("options", ())) + turn_backend_options(self.settings, fields["backend"])
+        return EngineConfig(sources=tuple(self.sources.specs()), **fields, turns=turn_settings(self.settings))
 
     def toggle_running(self) -> None:
         """Start when idle, otherwise stop (or cancel a model load)."""

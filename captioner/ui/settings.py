@@ -225,8 +225,9 @@ def turn_settings(settings: "Settings"):
 
 
 def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str, object], ...]:
-    """``load_backend`` options that carry the same turn settings into a model's own VAD heads (Audio8)."""
-    if backend != "audio8":
+    """``load_backend`` options that carry the same turn settings into a model's own VAD heads
+    (local Audio8 and the remote Audio8 server)."""
+    if backend not in ("audio8", "remote"):
         return ()
     return (("vad_horizon_s", settings.get(Keys.TURN_VAD_HORIZON_S)),
             ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)),

@@ -45,6 +45,8 @@ class RemoteBackend(Backend):
 
     name = "remote"
     flush_chunks = 0
+    #: the server's semantic-VAD heads decide turn ends, as for local Audio8 (DESIGN section 2)
+    turn_source = "model"
 
     def __init__(self, urls: Sequence[P.ServerURL], config: StreamConfig, batch_size: int = 2) -> None:
         if not urls:
