@@ -22,7 +22,15 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
+    from captioner import __version__
+
     parser = argparse.ArgumentParser(prog="captioner", description="Live captions for meetings, lectures and calls.")
+    parser.add_argument("--version", action="version", version=f"captioner {__version__}")
+    menu = parser.add_mutually_exclusive_group()
+    menu.add_argument("--install-desktop", action="store_true",
+                      help="add captioner (entry, icon, metainfo) to your Linux applications menu and exit")
+    menu.add_argument("--uninstall-desktop", action="store_true",
+                      help="remove what --install-desktop added and exit (transcripts and settings are kept)")
     sub = parser.add_subparsers(dest="command")
     for name, module in COMMANDS.items():
         importlib.import_module(module).add_parser(sub)
@@ -32,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``captioner [command] ...``; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    if args.install_desktop or args.uninstall_desktop:
+        from captioner import desktop
+
+        if args.command:
+            print("captioner: --install-desktop/--uninstall-desktop take no subcommand", file=sys.stderr)
+            return 2
+        return desktop.run_install() if args.install_desktop else desktop.run_uninstall()
     if not args.command:
         from captioner.ui.app import run_gui
 

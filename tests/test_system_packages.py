@@ -34,6 +34,8 @@ TOOLS = {
     "paplay": ("pulseaudio-utils", "pulseaudio-utils"),
     "sox": ("sox", "sox"),
     "openssl": ("openssl", "openssl"),
+    "desktop-file-validate": ("desktop-file-utils", "desktop-file-utils"),
+    "appstreamcli": ("appstream", "appstream"),
 }
 #: shell built-ins and coreutils the scripts use (always present on Debian)
 BASE = {"bash", "cd", "echo", "export", "for", "if", "mkdir", "set", "sleep", "trap", "kill", "rm", "seq",

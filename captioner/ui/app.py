@@ -13,13 +13,15 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
+from captioner.resources import APP_ID
+from captioner.ui.icons import application_icon
 from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.placement import first_run_placement
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
 from captioner.ui.settings_dialog import SettingsDialog
 from captioner.ui.single_instance import SingleInstance
-from captioner.ui.tray import TrayIcon, app_icon
+from captioner.ui.tray import TrayIcon
 
 
 class CaptionerApp:
@@ -39,9 +41,10 @@ class CaptionerApp:
         self.first_run = not self.settings.get(Keys.OVERLAY_LAST_SCREEN) and not self.settings.get(
             Keys.MAIN_WINDOW_GEOMETRY)
         self.overlay = CaptionOverlay(self.settings)
+        self.overlay.setWindowIcon(application_icon())
         self.overlay.restore_geometry()
         self.window = MainWindow(self.settings, self.overlay, controller)
-        self.window.setWindowIcon(app_icon())
+        self.window.setWindowIcon(application_icon())
         self.tray = TrayIcon(self.window, self.window.quit_action)
         self.window.settings_action.triggered.connect(self.open_settings)
         self.window.quit_action.triggered.connect(self.window.request_quit)
@@ -178,7 +181,8 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     app.setOrganizationName(ORGANIZATION)
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("captioner")
-    app.setWindowIcon(app_icon())
+    app.setWindowIcon(application_icon())
+    app.setDesktopFileName(APP_ID)  # Wayland: the compositor takes the icon from the installed desktop entry
     guard = SingleInstance()
     if not guard.acquire():
         if guard.notified:

@@ -2,28 +2,16 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QRectF, Qt
-from PySide6.QtGui import QAction, QColor, QFont, QIcon, QPainter, QPixmap
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from captioner.ui.icons import tray_icon
 
 
 def app_icon(running: bool = False) -> QIcon:
-    """The app icon, drawn (no image files): "CC" on a rounded square, red while captioning."""
-    pix = QPixmap(64, 64)
-    pix.fill(Qt.GlobalColor.transparent)
-    p = QPainter(pix)
-    p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor("#c0392b") if running else QColor("#2d3e50"))
-    p.setPen(Qt.PenStyle.NoPen)
-    p.drawRoundedRect(QRectF(2, 8, 60, 48), 10, 10)
-    font = QFont()
-    font.setBold(True)
-    font.setPixelSize(26)
-    p.setFont(font)
-    p.setPen(QColor("white"))
-    p.drawText(QRectF(2, 8, 60, 48), Qt.AlignmentFlag.AlignCenter, "CC")
-    p.end()
-    return QIcon(pix)
+    """The icon for the tray: the packaged tray icon, red while captioning (see :mod:`captioner.ui.icons`)."""
+    return tray_icon(running)
 
 
 class TrayIcon(QObject):
