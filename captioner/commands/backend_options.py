@@ -92,6 +92,32 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
     return None
 
 
+def output_format(args: argparse.Namespace) -> str:
+    """The transcript format: ``--format``, else ``-o``'s suffix, else "txt" (may be an unknown suffix)."""
+    from captioner.transcript.writers import format_from_path
+
+    return args.format or (format_from_path(args.output) if args.output else "") or "txt"
+
+
+def deliver_transcript(transcript, output: str | None, fmt: str) -> str | None:
+    """Write ``transcript`` to ``output`` (or standard output when None) as ``fmt``.
+
+    Returns:
+        None on success, else the error message (names the file, the cause and the journal).
+    """
+    from captioner.transcript.writers import TranscriptWriteError, format_transcript, write_transcript
+
+    if not output:
+        sys.stdout.write(format_transcript(transcript, fmt))
+        sys.stdout.flush()
+        return None
+    try:
+        write_transcript(transcript, output, fmt)
+    except TranscriptWriteError as exc:
+        return f"{exc} Journal: {transcript.metadata.get('journal', 'not available')}"
+    return None
+
+
 def check_output_path(path: str | None) -> str | None:
     """Check before decoding that ``-o PATH`` can be written; returns a usage message or None.
 

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from captioner import paths
-from captioner.commands.backend_options import check_output_path
+from captioner.commands.backend_options import check_output_path, deliver_transcript, output_format
 from captioner.transcript.journal import (
     JournalError,
     describe_unfinished,
@@ -31,7 +31,7 @@ from captioner.transcript.journal import (
     mark_closed,
     recover,
 )
-from captioner.transcript.writers import FORMATS, TranscriptWriteError, format_from_path, format_transcript, write_transcript
+from captioner.transcript.writers import FORMATS
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             _error("name the journal to save: captioner recover 1 -o FILE (run `captioner recover` for the list)")
             return 2
         return _list(args.json)
-    fmt = args.format or (format_from_path(args.output) if args.output else "") or "txt"
+    fmt = output_format(args)
     if fmt not in FORMATS:
         _error(f"unknown output format {fmt!r}; use --format with one of: {', '.join(FORMATS)}")
         return 2
@@ -114,19 +114,15 @@ def run(args: argparse.Namespace) -> int:
     except JournalError as exc:
         _error(str(exc))
         return 1
+    problem = deliver_transcript(transcript, args.output, fmt)
+    if problem:
+        _error(problem)
+        return 1
     if args.output:
-        try:
-            write_transcript(transcript, args.output, fmt)
-        except TranscriptWriteError as exc:
-            _error(f"{exc} Journal: {path}")
-            return 1
         if not args.keep:
             try:
                 mark_closed(path, "recovered")
             except JournalError as exc:
                 print(f"captioner: warning: saved, but could not mark the journal recovered: {exc}", file=sys.stderr)
         print(f"transcript written to {args.output} ({len(transcript.segments)} segments, {fmt})", file=sys.stderr)
-    else:
-        sys.stdout.write(format_transcript(transcript, fmt))
-        sys.stdout.flush()
     return 0

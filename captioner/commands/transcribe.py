@@ -29,19 +29,15 @@ from captioner.commands.backend_options import (
     add_backend_arguments,
     check_backend_arguments,
     check_output_path,
+    deliver_transcript,
+    output_format,
     open_backend,
     turn_settings,
 )
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.writers import (
-    FORMATS,
-    TranscriptWriteError,
-    format_from_path,
-    format_transcript,
-    write_transcript,
-)
+from captioner.transcript.writers import FORMATS
 
 #: Files longer than this (s) get progress lines on stderr.
 PROGRESS_AFTER_S = 5.0
@@ -106,7 +102,7 @@ def _backend_notice(ev, errors: list) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``captioner transcribe``; returns the exit code."""
-    fmt = args.format or (format_from_path(args.output) if args.output else "") or "txt"
+    fmt = output_format(args)
     if fmt not in FORMATS:
         _error(f"unknown output format {fmt!r}; use --format with one of: {', '.join(FORMATS)}")
         return 2
@@ -191,14 +187,9 @@ def run(args: argparse.Namespace) -> int:
     transcript = live.transcript
     if not transcript.segments:
         print("captioner: no speech was recognised in this file", file=sys.stderr)
-    if args.output:
-        try:
-            write_transcript(transcript, args.output, fmt)
-        except TranscriptWriteError as exc:
-            _error(f"{exc} Journal: {transcript.metadata.get('journal', 'not available')}")
-            return 1
-    else:
-        sys.stdout.write(format_transcript(transcript, fmt))
-        sys.stdout.flush()
+    problem = deliver_transcript(transcript, args.output, fmt)
+    if problem:
+        _error(problem)
+        return 1
     backend.close()
     return 1 if errors else 0
