@@ -91,6 +91,9 @@ class Stats:
         overflows: count of device/queue overflow reports.
         nonfinite_samples: NaN/inf samples replaced by silence.
         source: session label ("" for the whole engine).
+        load: busy seconds per wall second of the model's required work (0..1+;
+            above ~0.9 the model is too slow here), 0.0 when the backend does not say.
+        partials_shed: optional partial re-decodes skipped so far to keep up.
     """
 
     step_ms: float = 0.0
@@ -101,6 +104,8 @@ class Stats:
     overflows: int = 0
     nonfinite_samples: int = 0
     source: str = ""
+    load: float = 0.0
+    partials_shed: int = 0
 
 
 @dataclass(frozen=True)
