@@ -5,11 +5,16 @@ and run through the ``moonshine-voice`` runtime (ONNX Runtime inside). Nothing i
 downloaded. Measured on a 2-core development machine: WER about 12 % on espeak-ng
 speech, real-time factor about 0.7.
 
-Moonshine streams by re-decoding the current *line* (a stretch of speech between
-pauses found by its own VAD): while a line is open its text may still change, so it is
-emitted as a *partial* hypothesis; when the line completes its text becomes *final* and a
-``TurnBoundary(kind="line")`` follows. Because of that re-decoding the block-size
-invariance of DESIGN section 1 holds only approximately for this backend.
+Moonshine streams by segmenting the audio into *lines* (stretches of speech between pauses
+found by its own VAD). A line is decoded once, when it completes, and its text is *final*
+(followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
+it for a *partial* -- optional work, granted by the shared
+:class:`~captioner.engine.scheduler.DecodeBudget` only while there is headroom -- and the
+words two consecutive re-decodes agree on become final early (LocalAgreement); final text is
+never rewritten. Because of the re-decoding and the VAD, the block-size invariance of DESIGN
+section 1 holds only approximately for this backend. See :func:`tune_runtime` for the
+process-wide settings that make it keep up on 2 cores, and ``ROTATE_S`` for why the
+runtime's stream is replaced now and then.
 """
 
 from __future__ import annotations
