@@ -7,8 +7,8 @@ away, while the speaker is still talking; the rest stays a partial. Final text i
 rewritten: when the line completes, only what comes after the committed words is emitted.
 
 Words are compared case- and punctuation-insensitively; the emitted text is the newest
-hypothesis' spelling. The last word of a hypothesis is never committed (it may be cut off
-by the end of the audio decoded so far).
+hypothesis' spelling. The last ``holdback`` words of a hypothesis are never committed (they
+may be cut off by the end of the audio decoded so far).
 
 No Qt, no model: plain strings in, plain strings out.
 """
@@ -34,10 +34,13 @@ class LineAgreement:
     Attributes:
         committed: words of this line already emitted as final, in order.
         previous: the words of the previous hypothesis (for the next comparison).
+        holdback: words at the end of each hypothesis never committed (the end of the
+            audio decoded so far may cut them).
     """
 
     committed: list[str] = field(default_factory=list)
     previous: list[str] = field(default_factory=list)
+    holdback: int = 1
 
     def reset(self) -> None:
         """Forget the line (a new line starts)."""
@@ -60,7 +63,7 @@ class LineAgreement:
         prev_rest = self._after_committed(self.previous)
         self.previous = words
         agreed = 0
-        limit = min(len(rest), len(prev_rest)) - 1  # never the last word of either
+        limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either
         while agreed < limit and norm_word(rest[agreed]) == norm_word(prev_rest[agreed]) and norm_word(rest[agreed]):
             agreed += 1
         new = rest[:agreed]

@@ -52,6 +52,8 @@ ROTATE_S = 30.0
 #: Seconds of silence appended to an open line before a partial re-decode, so the
 #: runtime's VAD closes the clip and decodes it (it skips incomplete lines).
 PARTIAL_PAD_S = 0.6
+#: Words at the end of a partial re-decode that LocalAgreement never commits.
+HOLDBACK_WORDS = 1
 #: Audio kept per session (s): the open line plus margin (bounded; never the session).
 KEEP_S = MAX_LINE_S + 2.0
 #: Runtime options (``parse_transcriber_options`` in moonshine-ai/moonshine
@@ -186,7 +188,7 @@ class _LineState:
     ring: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     ring_start: int = 0
     open_line: tuple | None = None
-    agreement: LineAgreement = field(default_factory=LineAgreement)
+    agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS))
     partial: str = ""
     committed_end: float = 0.0
     any_final: bool = False
