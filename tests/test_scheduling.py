@@ -231,3 +231,45 @@ def test_memory_is_bounded_over_hours_of_simulated_audio():
         ag.update("one two three four five six")
         ag.finish("one two three four five six seven")
     assert ag.committed == [] and ag.previous == []
+
+
+def test_live_engine_reports_backlog_to_the_budget_and_says_when_the_model_is_too_slow():
+    """The real LiveCaptioner: it feeds its backlog to the backend's budget, and an overloaded
+    budget becomes one plain ``too_slow`` notice (captions are kept, nothing is dropped)."""
+    import threading
+
+    from captioner.audio.devices import PulseInventory, resolve_microphone
+    from captioner.audio.microphone import MicrophoneSource
+    from captioner.engine.live import LiveCaptioner
+    from captioner.events import Notice, Stats
+    from tests.audio_fakes import FakeBackend, FakeSD, device_table, tone
+    from tests.audio_fakes import FakeClock as SourceClock
+
+    clock = FakeClock()
+    budget = DecodeBudget(clock=clock)
+    for _ in range(200):  # 20 s in which the required work took 1.2 x real time
+        clock.advance(0.1)
+        budget.record_required(0.12)
+    assert budget.overloaded
+    backend = FakeBackend(batch_size=1)
+    backend.budget = budget
+    events, got_notice = [], threading.Event()
+
+    def on_event(ev):
+        events.append(ev)
+        if isinstance(ev, Notice) and ev.code == "too_slow":
+            got_notice.set()
+
+    sd = FakeSD(device_table())
+    mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=SourceClock())
+    live = LiveCaptioner(backend, [mic], on_event, clock=SourceClock(), stats_interval_s=0.0)
+    live.start()
+    for _ in range(5):
+        sd.streams[0].deliver(tone(0.1, 16000))
+    assert got_notice.wait(30)
+    assert live.stop(timeout=30)
+    notices = [e for e in events if isinstance(e, Notice) and e.code == "too_slow"]
+    assert len(notices) == 1
+    assert "too slow" in notices[0].message and "choose a faster model" in notices[0].message
+    stats = [e for e in events if isinstance(e, Stats)]
+    assert stats and stats[-1].load == pytest.approx(budget.load()) and stats[-1].dropped_s == 0.0
