@@ -397,11 +397,15 @@ class LiveCaptioner:
         slow = (budget is not None and budget.overloaded) or backlog > self.too_slow_backlog_s
         if slow and not self._told_too_slow:
             self._told_too_slow = True
-            load = f" it needs {100 * budget.load():.0f} % of a CPU core for the audio alone," if budget else ""
+            load = f" decoding alone takes {100 * budget.load():.0f} % of real time;" if budget else ""
+            behind = (
+                f"captions are {backlog:.0f} s behind" if backlog >= 1.0
+                else "partial captions are skipped to keep up"
+            )
             self._emit(
                 Notice(
-                    f"The {self.backend.name} model is too slow on this computer:{load} captions are "
-                    f"{backlog:.0f} s behind. No audio is lost (it waits up to {self.max_backlog_s:g} s), but "
+                    f"The {self.backend.name} model is too slow on this computer right now:{load} {behind}. "
+                    f"No audio is lost (it waits up to {self.max_backlog_s:g} s), but "
                     "to keep up caption fewer sources, close busy programs, or choose a faster model "
                     "(the remote backend, or Audio8 on a GPU).",
                     "warning",
