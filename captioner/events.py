@@ -120,6 +120,9 @@ class Stats:
         client_latency_ms: remote backend: median ms from handing a step to the client until
             its delta was back (network + server + client; 0 = unknown).
         reconnects: remote backend: new server sessions opened after a fault.
+        load: busy seconds per wall second of the model's required work (0..1+;
+            above ~0.9 the model is too slow here), 0.0 when the backend does not say.
+        partials_shed: optional partial re-decodes skipped so far to keep up.
     """
 
     step_ms: float = 0.0
@@ -134,6 +137,8 @@ class Stats:
     gpu_memory_total_bytes: int = 0
     client_latency_ms: float = 0.0
     reconnects: int = 0
+    load: float = 0.0
+    partials_shed: int = 0
 
 
 @dataclass(frozen=True)

@@ -3,37 +3,138 @@
 The model files ship inside the ``moonshine-cpp`` wheel (``moonshine_cpp/models/base-en``)
 and run through the ``moonshine-voice`` runtime (ONNX Runtime inside). Nothing is ever
 downloaded. Measured on a 2-core development machine: WER about 12 % on espeak-ng
-speech, real-time factor about 0.7.
+speech; with the settings below about 0.16 CPU-seconds per second of audio for the finals
+(bench/results/: about 0.3 with scheduled partials).
 
-Moonshine streams by re-decoding the current *line* (a stretch of speech between
-pauses found by its own VAD): while a line is open its text may still change, so it is
-emitted as a *partial* hypothesis; when the line completes its text becomes *final* and a
-``TurnBoundary(kind="line")`` follows. Because of that re-decoding the block-size
-invariance of DESIGN section 1 holds only approximately for this backend.
+Moonshine streams by segmenting the audio into *lines* (stretches of speech between pauses
+found by its own VAD). A line is decoded once, when it completes, and its text is *final*
+(followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
+it for a *partial* -- optional work, granted by the shared
+:class:`~captioner.engine.scheduler.DecodeBudget` only while there is headroom -- and the
+words two consecutive re-decodes agree on become final early (LocalAgreement); final text is
+never rewritten. Because of the re-decoding and the VAD, the block-size invariance of DESIGN
+section 1 holds only approximately for this backend. See :func:`tune_runtime` for the
+process-wide settings that make it keep up on 2 cores, and ``ROTATE_S`` for why the
+runtime's stream is replaced now and then.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from captioner.asr.agreement import LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.repeats import collapse_repeats
 from captioner.events import Event, TextDelta, TurnBoundary
 
-#: Seconds between Moonshine re-decodes of the open line (its own default, 0.5 s).
-UPDATE_INTERVAL_S = 0.5
-#: Runtime options: speaker diarization is off (captioner labels text by *source*; the
-#: diarizer re-analyses audio on every pass and cost about a third of the decode time here).
-MOONSHINE_OPTIONS = {"identify_speakers": "false"}
+if TYPE_CHECKING:  # the budget lives with the engine; the backend only consults it
+    from captioner.engine.scheduler import DecodeBudget
+
+#: Seconds of new audio between two passes of Moonshine's VAD over a stream (the
+#: segmentation that turns finished lines into finals). Cheap: no open-line decode.
+UPDATE_INTERVAL_S = 0.3
+#: Longest open line (s): the VAD closes a line after this long even mid-speech, which
+#: bounds both a partial re-decode and the delay of a final (runtime default: 15 s).
+MAX_LINE_S = 8.0
+#: A stream is replaced by a fresh one at the first quiet moment after this many
+#: seconds (s): the runtime keeps every line and VAD segment of a stream and re-scans
+#: them on each pass, so a long stream grows in memory and in cost per pass.
+ROTATE_S = 30.0
+#: Seconds of silence appended to an open line before a partial re-decode, so the
+#: runtime's VAD closes the clip and decodes it (it skips incomplete lines).
+PARTIAL_PAD_S = 0.6
+#: Words at the end of a partial re-decode that LocalAgreement never commits.
+HOLDBACK_WORDS = 1
+#: Audio kept per session (s): the open line plus margin (bounded; never the session).
+KEEP_S = MAX_LINE_S + 2.0
+#: Runtime options (``parse_transcriber_options`` in moonshine-ai/moonshine
+#: ``core/moonshine-c-api.cpp``). Speaker diarization off (captioner labels text by
+#: *source*; it cost about a third of the decode time); open lines are not re-decoded by
+#: the runtime on every pass -- captioner decodes them itself, only as often as the
+#: :class:`~captioner.engine.scheduler.DecodeBudget` allows.
+MOONSHINE_OPTIONS = {
+    "identify_speakers": "false",
+    "decode_incomplete_lines": "false",
+    "transcription_interval": str(UPDATE_INTERVAL_S),
+    "vad_max_segment_duration": str(MAX_LINE_S),
+}
 #: Samples per engine step: 100 ms at 16 kHz. Moonshine keeps its own audio buffer, so
 #: the chunk only sets how often the engine hands it audio (latency granularity).
 CHUNK_SAMPLES = 1600
+
+
+def tune_runtime() -> dict:
+    """Process-wide settings that make the runtime keep up on a small CPU; call before loading.
+
+    * ``MOONSHINE_ORT_SINGLE_THREAD=1`` (read by the runtime when it creates its ONNX
+      Runtime sessions; unless the user set it): ONNX Runtime decodes on the calling
+      thread. Its thread pool bought nothing on 2 cores (a pinned single core was as
+      fast) and spun the second core; now that core is free for a second source, audio
+      capture and the UI.
+    * glibc ``mallopt`` (Linux only; skipped when ``CAPTIONER_MALLOC_DEFAULTS`` is set):
+      the runtime opens its sessions without ONNX Runtime's memory arena, so every
+      decoder step allocates a large output buffer (~80 MB); by default glibc serves it
+      with a fresh ``mmap`` and the kernel zero-fills it on every step (about 40 % of
+      all CPU time was kernel time). Serving big blocks from the heap (``M_MMAP_MAX=0``,
+      64 MB top pad, one arena so the worker thread shares it) removes that; the
+      engine trims the heap now and then (:func:`trim_heap`) so memory stays flat.
+
+    Returns:
+        what was applied, for logs and the benchmark.
+    """
+    applied = {}
+    if "MOONSHINE_ORT_SINGLE_THREAD" not in os.environ:
+        os.environ["MOONSHINE_ORT_SINGLE_THREAD"] = "1"
+    applied["MOONSHINE_ORT_SINGLE_THREAD"] = os.environ["MOONSHINE_ORT_SINGLE_THREAD"]
+    libc = _libc()
+    if libc is not None and not os.environ.get("CAPTIONER_MALLOC_DEFAULTS"):
+        m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8
+        ok = all(
+            libc.mallopt(param, value)
+            for param, value in (
+                (m_mmap_max, 0),
+                (m_top_pad, 64 << 20),
+                (m_trim_threshold, 256 << 20),
+                (m_arena_max, 1),
+            )
+        )
+        applied["mallopt"] = bool(ok)
+    return applied
+
+
+def trim_heap() -> None:
+    """Return free heap memory to the system (glibc ``malloc_trim``; no-op elsewhere)."""
+    libc = _libc()
+    if libc is not None and not os.environ.get("CAPTIONER_MALLOC_DEFAULTS"):
+        libc.malloc_trim(0)
+
+
+_LIBC: Any = False
+
+
+def _libc():
+    """glibc through ctypes, or None (not Linux/glibc)."""
+    global _LIBC
+    if _LIBC is False:
+        _LIBC = None
+        if sys.platform.startswith("linux"):
+            try:
+                lib = ctypes.CDLL("libc.so.6")
+                lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+                lib.malloc_trim.argtypes = [ctypes.c_size_t]
+                _LIBC = lib
+            except (OSError, AttributeError):
+                _LIBC = None
+    return _LIBC
 
 
 def default_model_dir() -> Path:
@@ -61,16 +162,48 @@ def default_model_dir() -> Path:
 
 @dataclass
 class _LineState:
-    """Per-session Moonshine state: the runtime's stream handle and what was shown so far."""
+    """Per-session Moonshine state: the runtime's stream, the open line, what was shown.
+
+    Attributes:
+        stream: the runtime's stream handle (replaced every ``ROTATE_S`` at a quiet moment).
+        offset_s: session stream time (s) of the current runtime stream's time 0.
+        stream_samples: samples fed to the current runtime stream.
+        total: samples fed to the session since it started.
+        since_update: samples fed since the runtime's last VAD pass.
+        ring: ``[<= KEEP_S * 16000] float32``: the latest audio (bounded).
+        ring_start: session sample index of ``ring[0]``.
+        open_line: ``(line id, start s, duration s)`` of the open line (session time), or None.
+        agreement: LocalAgreement state of the open line.
+        partial: the partial text shown last ("" = none).
+        committed_end: session time (s) where the last final text ended.
+        any_final: True once final text was emitted (later deltas start with a space).
+    """
 
     stream: Any
     events: list = field(default_factory=list)
+    offset_s: float = 0.0
+    stream_samples: int = 0
+    total: int = 0
+    since_update: int = 0
+    ring: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    ring_start: int = 0
+    open_line: tuple | None = None
+    agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS))
     partial: str = ""
+    committed_end: float = 0.0
+    any_final: bool = False
     finished_ids: set = field(default_factory=set)
+    key: object = field(default_factory=object)
 
 
 class MoonshineBackend(Backend):
     """Moonshine base-en as a :class:`~captioner.asr.base.Backend`.
+
+    Finals come from the runtime's own streaming VAD: a line is decoded once, when it
+    completes (pause or ``MAX_LINE_S``). Partials are optional work: the open line is
+    re-decoded by captioner only when :attr:`budget` grants it (never while the engine
+    is behind), and the words two consecutive re-decodes agree on are committed as final
+    text early (:class:`~captioner.asr.agreement.LineAgreement`), never rewritten.
 
     Args:
         model_dir: directory with ``encoder_model.ort``, ``decoder_model_merged.ort`` and
@@ -78,6 +211,9 @@ class MoonshineBackend(Backend):
         batch_size: sessions per engine step (Moonshine decodes them one after another;
             each session has its own stream in one loaded transcriber).
         language: only "en" (base-en is English-only).
+        budget: the shared :class:`~captioner.engine.scheduler.DecodeBudget`; a new one
+            by default. The live engine reports its backlog to it.
+        partials: False never re-decodes open lines (finals only).
 
     Raises:
         BackendError: runtime or model files missing/corrupt, or a language other than English.
@@ -86,7 +222,14 @@ class MoonshineBackend(Backend):
     name = "default"
     flush_chunks = 0
 
-    def __init__(self, model_dir: str | os.PathLike | None = None, batch_size: int = 4, language: str = "en") -> None:
+    def __init__(
+        self,
+        model_dir: str | os.PathLike | None = None,
+        batch_size: int = 4,
+        language: str = "en",
+        budget: DecodeBudget | None = None,
+        partials: bool = True,
+    ) -> None:
         if language not in ("en", None, ""):
             raise BackendError(
                 f"The default model understands English only (asked for {language!r}); "
@@ -103,6 +246,7 @@ class MoonshineBackend(Backend):
         path = Path(model_dir) if model_dir else default_model_dir()
         if not path.is_dir():
             raise BackendError(f"Default model directory not found: {path}")
+        self.tuning = tune_runtime()
         try:
             self._transcriber = Transcriber(
                 str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=MOONSHINE_OPTIONS
@@ -115,21 +259,76 @@ class MoonshineBackend(Backend):
         self.model_dir = path
         self.geometry = ChunkGeometry(16000, CHUNK_SAMPLES, CHUNK_SAMPLES)
         self.batch_size = max(1, int(batch_size))
+        if budget is None:
+            from captioner.engine.scheduler import DecodeBudget
+
+            budget = DecodeBudget()
+        self.budget = budget
+        self.partials = bool(partials)
+        self._since_trim = 0
 
     def describe(self) -> str:
         """One line: model and geometry."""
         return f"default (Moonshine base-en, {self.model_dir.name}): 16000 Hz, {CHUNK_SAMPLES}-sample steps"
 
-    # -- decoding ------------------------------------------------------------------------------
-    def _open(self) -> _LineState:
+    # -- runtime calls -------------------------------------------------------------------------
+    def _new_stream(self, state: _LineState | None = None) -> Any:
         stream = self._transcriber.create_stream(UPDATE_INTERVAL_S)
-        state = _LineState(stream)
-        stream.add_listener(state.events.append)
+        if state is not None:
+            stream.add_listener(state.events.append)
         stream.start()
+        return stream
+
+    def _open(self) -> _LineState:
+        state = _LineState(None)
+        state.stream = self._new_stream(state)
         return state
 
-    @staticmethod
-    def _convert(state: _LineState) -> list[Event]:
+    def _add_audio(self, state: _LineState, audio: np.ndarray) -> None:
+        """Hand ``[n] float32`` samples to the stream without a VAD pass."""
+        tr = self._transcriber
+        arr = np.ascontiguousarray(audio, dtype=np.float32)
+        err = tr._lib.moonshine_transcribe_add_audio_to_stream(
+            tr._handle, state.stream._handle, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+            len(arr), self.sample_rate, 0,
+        )
+        if err != 0:
+            raise BackendError(f"default model failed to take audio (error {err})")
+
+    def _decode_clip(self, audio: np.ndarray) -> str:
+        """Decode ``[n] float32`` samples on their own (one pass); returns the text."""
+        from moonshine_voice.moonshine_api import TranscriptC
+
+        tr = self._transcriber
+        arr = np.ascontiguousarray(audio, dtype=np.float32)
+        out = ctypes.POINTER(TranscriptC)()
+        err = tr._lib.moonshine_transcribe_without_streaming(
+            tr._handle, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(arr), self.sample_rate, 0,
+            ctypes.byref(out),
+        )
+        if err != 0:
+            raise BackendError(f"default model failed on a partial (error {err})")
+        lines = tr._parse_transcript(out).lines
+        return " ".join((line.text or "").strip() for line in lines if (line.text or "").strip())
+
+    # -- decoding ------------------------------------------------------------------------------
+    def _keep(self, state: _LineState, audio: np.ndarray) -> None:
+        keep = int(KEEP_S * self.sample_rate)
+        ring = np.concatenate([state.ring, audio]) if state.ring.size else audio.copy()
+        if len(ring) > keep:
+            state.ring_start += len(ring) - keep
+            ring = ring[-keep:]
+        state.ring = ring
+
+    def _final(self, state: _LineState, text: str, start: float, end: float) -> TextDelta:
+        start = max(start, state.committed_end)
+        end = max(end, start)
+        state.committed_end = end
+        lead = " " if state.any_final else ""
+        state.any_final = True
+        return TextDelta(lead + text, start, end, final=True)
+
+    def _convert(self, state: _LineState) -> list[Event]:
         from moonshine_voice.transcriber import Error as MoonshineErrorEvent
         from moonshine_voice.transcriber import LineCompleted
 
@@ -138,43 +337,114 @@ class MoonshineBackend(Backend):
             if isinstance(ev, MoonshineErrorEvent):
                 raise BackendError(f"default model failed: {ev.error}")
             line = ev.line
-            start = max(0.0, float(line.start_time))
+            start = state.offset_s + max(0.0, float(line.start_time))
             end = start + max(0.0, float(line.duration))
-            text = collapse_repeats((line.text or "").strip())
             if isinstance(ev, LineCompleted) or line.is_complete:
                 if line.line_id in state.finished_ids:
                     continue
                 state.finished_ids.add(line.line_id)
-                if text:
-                    out.append(TextDelta(text, start, end, final=True))
-                    out.append(TurnBoundary(end, "line", 1.0))
+                if state.open_line is None or state.open_line[0] != line.line_id:
+                    state.agreement.reset()
+                had = bool(state.agreement.committed)
+                rest = state.agreement.finish(collapse_repeats((line.text or "").strip()))
+                if rest:
+                    out.append(self._final(state, rest, start, end))
+                if rest or had:
+                    out.append(TurnBoundary(max(end, state.committed_end), "line", 1.0))
                 if state.partial:
                     out.append(TextDelta("", end, end, final=False))
                     state.partial = ""
-            elif text != state.partial:
-                state.partial = text
-                out.append(TextDelta(text, start, end, final=False))
+                if state.open_line is not None and state.open_line[0] == line.line_id:
+                    state.open_line = None
+            else:
+                if state.open_line is None or state.open_line[0] != line.line_id:
+                    state.agreement.reset()
+                state.open_line = (line.line_id, start, end - start)
         state.events.clear()
+        return out
+
+    def _partial(self, state: _LineState) -> list[Event]:
+        """Re-decode the open line when the budget allows; LocalAgreement commits."""
+        if state.open_line is None or not self.partials:
+            return []
+        sr = self.sample_rate
+        _, line_start, _ = state.open_line
+        first = max(int(round(line_start * sr)), state.ring_start)
+        clip = state.ring[first - state.ring_start :]
+        clip_s = len(clip) / sr
+        if clip_s < 0.3 or not self.budget.allow_optional(state.key, clip_s):
+            return []
+        padded = np.concatenate([clip, np.zeros(int(PARTIAL_PAD_S * sr), np.float32)])
+        t0 = time.perf_counter()
+        text = collapse_repeats(self._decode_clip(padded))
+        self.budget.record_optional(time.perf_counter() - t0, len(padded) / sr)
+        new, rest = state.agreement.update(text)
+        out: list[Event] = []
+        now_s = state.total / sr
+        if new:
+            words = text.split()
+            done = len(state.agreement.committed)
+            frac = len(" ".join(words[:done])) / max(1, len(" ".join(words)))
+            out.append(self._final(state, new, line_start, min(now_s, line_start + frac * clip_s)))
+        if rest != state.partial:
+            state.partial = rest
+            out.append(TextDelta(rest, max(line_start, state.committed_end), now_s, final=False))
+        return out
+
+    def _rotate(self, state: _LineState) -> list[Event]:
+        """Replace the runtime stream by a fresh one (no line is open); bounds its memory."""
+        state.stream.stop()
+        out = self._convert(state)
+        state.stream.close()
+        state.stream = self._new_stream(state)
+        state.offset_s = state.total / self.sample_rate
+        state.stream_samples = 0
+        state.finished_ids.clear()
+        trim_heap()
         return out
 
     def step(self, rows: Sequence[StepRow]) -> list[StepResult]:
         """Hand each session's chunk to its Moonshine stream; see :class:`Backend.step`."""
         results = []
+        sr = self.sample_rate
         for row in rows:
             state: _LineState = row.state if row.state is not None else self._open()
+            t0 = time.perf_counter()
             if row.audio is not None:
                 real = row.audio
-                n_real = int(round((row.end - row.start) * self.sample_rate)) if row.last else len(real)
+                n_real = int(round((row.end - row.start) * sr)) if row.last else len(real)
                 if 0 < n_real < len(real):
                     real = real[:n_real]
                 if len(real):
-                    state.stream.add_audio(np.ascontiguousarray(real, dtype=np.float32).tolist(), self.sample_rate)
+                    self._add_audio(state, real)
+                    self._keep(state, real)
+                    state.total += len(real)
+                    state.stream_samples += len(real)
+                    state.since_update += len(real)
+                    self._since_trim += len(real)
             if row.last:
                 state.stream.stop()
-            events = self._convert(state)
-            if row.last:
+                events = self._convert(state)
                 state.stream.close()
-            results.append(StepResult(None if row.last else state, events))
+                self.budget.forget(state.key)
+                results.append(StepResult(None, events))
+                continue
+            events: list[Event] = []
+            updated = state.since_update >= int(UPDATE_INTERVAL_S * sr)
+            if updated:
+                state.stream.update_transcription(1)  # MOONSHINE_FLAG_FORCE_UPDATE
+                state.since_update = 0
+                events += self._convert(state)
+            self.budget.record_required(time.perf_counter() - t0)
+            events += self._partial(state)
+            if updated and state.open_line is None and state.stream_samples >= ROTATE_S * sr:
+                t1 = time.perf_counter()
+                events += self._rotate(state)
+                self.budget.record_required(time.perf_counter() - t1)
+            elif self._since_trim >= 15 * sr:
+                self._since_trim = 0
+                trim_heap()
+            results.append(StepResult(state, events))
         return results
 
     def close(self) -> None:

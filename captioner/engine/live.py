@@ -97,7 +97,11 @@ class LiveCaptioner:
         stats_interval_s: seconds between Stats events per source.
         level_interval_s: window of a Level event (0.05 s -> 20 per second).
         max_backlog_s: most seconds of captured audio waiting for the decoder per
-            source; beyond it new audio is dropped and reported.
+            source; beyond it new audio is dropped and reported (120 s of 16 kHz
+            float32 is 7.7 MB per source: bounded).
+        too_slow_backlog_s: backlog (s) past which the user is told the model is too
+            slow here (``Notice(code="too_slow")``, once per run); also sent when the
+            backend's ``budget`` reports that its required work alone does not fit.
         poll_s: longest sleep of the capture thread when no audio arrives (s);
             sources wake it earlier as soon as they queue audio.
         clock: monotonic clock (s), shared with the sources' watchdog times.
@@ -118,7 +122,8 @@ class LiveCaptioner:
         startup_s: float = DEFAULT_STARTUP_S,
         stats_interval_s: float = 1.0,
         level_interval_s: float = 0.05,
-        max_backlog_s: float = 30.0,
+        max_backlog_s: float = 120.0,
+        too_slow_backlog_s: float = 10.0,
         poll_s: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
         turns: TurnSettings | None = None,
@@ -143,6 +148,8 @@ class LiveCaptioner:
         self.stats_interval_s = float(stats_interval_s)
         self.level_interval_s = float(level_interval_s)
         self.max_backlog_s = float(max_backlog_s)
+        self.too_slow_backlog_s = float(too_slow_backlog_s)
+        self._told_too_slow = False
         self.poll_s = float(poll_s)
         self.clock = clock
         self.turns = turns
@@ -191,6 +198,7 @@ class LiveCaptioner:
             for s in self.sources
         ]
         self._halt.clear()
+        self._told_too_slow = False
         self._drain = True
         self._done.clear()
         capture = threading.Thread(target=self._capture_loop, name="captioner-capture", daemon=True)
@@ -296,6 +304,9 @@ class LiveCaptioner:
                 if self._halt.is_set() and not self._drain:
                     for lane in lanes:
                         self._take(lane)  # discard what was captured but not decoded
+                budget = getattr(self.backend, "budget", None)
+                if budget is not None:  # optional work (partials) is shed while behind
+                    budget.report_backlog(max((self._backlog(lane) for lane in lanes), default=0.0))
                 rows = [(lane.session, x) for lane in lanes if (x := self._take(lane)) is not None]
                 if rows:
                     self._emit_all(feed_many(rows))
@@ -349,6 +360,9 @@ class LiveCaptioner:
 
     # -- events -------------------------------------------------------------------------------------------
     def _emit_stats(self, lanes: list[_Lane] | None = None, ended: dict | None = None) -> None:
+        if not ended:
+            self._check_too_slow()
+        budget = getattr(self.backend, "budget", None)
         for lane in lanes or [lane for lane in self._lanes if not lane.ended]:
             st = lane.source.stats()
             ss = ended[id(lane)] if ended else lane.session.stats()
@@ -362,6 +376,8 @@ class LiveCaptioner:
                     dropped_s=dropped_s,
                     overflows=st.overflows,
                     source=lane.source.label,
+                    load=budget.load() if budget is not None else 0.0,
+                    partials_shed=budget.shed if budget is not None else 0,
                 )
             )
             drops = st.dropped_blocks + lane.drops
@@ -376,6 +392,29 @@ class LiveCaptioner:
                         lane.source.label,
                     )
                 )
+
+    def _check_too_slow(self) -> None:
+        """Tell the user once per run when the model cannot keep up even without partials."""
+        budget = getattr(self.backend, "budget", None)
+        backlog = self.backlog_s()
+        slow = (budget is not None and budget.overloaded) or backlog > self.too_slow_backlog_s
+        if slow and not self._told_too_slow:
+            self._told_too_slow = True
+            load = f" decoding alone takes {100 * budget.load():.0f} % of real time;" if budget else ""
+            behind = (
+                f"captions are {backlog:.0f} s behind" if backlog >= 1.0
+                else "partial captions are skipped to keep up"
+            )
+            self._emit(
+                Notice(
+                    f"The {self.backend.name} model is too slow on this computer right now:{load} {behind}. "
+                    f"No audio is lost (it waits up to {self.max_backlog_s:g} s), but "
+                    "to keep up caption fewer sources, close busy programs, or choose a faster model "
+                    "(the remote backend, or Audio8 on a GPU).",
+                    "warning",
+                    "too_slow",
+                )
+            )
 
     def _emit_all(self, events: list[Event]) -> None:
         for ev in events:

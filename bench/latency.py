@@ -1,0 +1,381 @@
+"""Live caption latency of a backend: a meeting played in real time through the real path.
+
+Renders a meeting with espeak-ng (bench/meeting_audio.py: several voices, 1-4 s pauses),
+plays it live through ``FileSource(realtime=True)`` -> ``LiveCaptioner`` (or through the
+GUI's ``EngineController`` on a QThread, offscreen, with ``--gui``), and measures:
+
+* final and partial latency: wall time a text event was emitted minus the wall time its
+  audio was played (``FileSource`` start + the event's stream end time); per event, and
+  per word with word end times interpolated inside the event by character position
+  (base-en gives no word timestamps); p50/p95/max;
+* backlog over time (``LiveCaptioner.backlog_s`` sampled every second), dropped audio,
+  notices;
+* real-time factor (model busy seconds / audio seconds), CPU seconds per thread, engine
+  overhead (CPU seconds of the capture + decode threads per wall second), RSS over time;
+* WER of the final text against the rendered sentences (jiwer, normalised).
+
+Each configuration runs in its own child process, one after another in one invocation
+(so they see the same machine load; ``os.getloadavg()`` is recorded before and after):
+
+    python bench/latency.py --minutes 2 --runs before,after,gui,dual --out bench/results/latency_2min
+    python bench/latency.py --minutes 20 --runs after --out bench/results/latency_20min
+
+``before`` runs the code of git revision ``--before-rev`` (exported to a temporary
+directory); ``after`` the working tree; ``gui`` the working tree through the Qt engine;
+``dual`` two meetings at once (microphone + system audio: two sessions on one backend).
+Writes ``OUT.json`` and ``OUT.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# -- measurement helpers (child) ------------------------------------------------------------------
+def rss_mb() -> float:
+    """Resident set size of this process (MB)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds (user + system) so far per thread of this process (Linux /proc).
+
+    Python threads are named by their ``threading`` name (CPython 3.11 does not name OS
+    threads); other threads (ONNX Runtime, Qt) by their OS name and id.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+            fields = rest.split()
+            name = names.get(int(tid)) or f"{head.split('(', 1)[1]}-{tid}"
+            out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def pct(values, q):
+    """The ``q``-th percentile of ``values`` (None when empty)."""
+    import numpy as np
+
+    return round(float(np.percentile(values, q)), 3) if len(values) else None
+
+
+def growth(rss: list[float]) -> float | None:
+    """RSS growth (MB): median of the last tenth of the samples minus that of the first tenth."""
+    import numpy as np
+
+    if len(rss) < 2:
+        return None
+    k = max(1, len(rss) // 10)
+    return round(float(np.median(rss[-k:]) - np.median(rss[:k])), 1)
+
+
+def summary(values) -> dict:
+    """p50/p95/max/mean/count of a list of seconds."""
+    import numpy as np
+
+    return {
+        "p50": pct(values, 50),
+        "p95": pct(values, 95),
+        "max": round(float(max(values)), 3) if values else None,
+        "mean": round(float(np.mean(values)), 3) if values else None,
+        "n": len(values),
+    }
+
+
+def child(args) -> None:
+    """Run one configuration and print its JSON on stdout's last line."""
+    sys.path.insert(0, args.code)
+    import numpy as np
+
+    from captioner.asr import load_backend
+    from captioner.audio.filesource import FileSource
+    from captioner.events import Notice, Stats, TextDelta
+
+    sys.path.insert(1, str(ROOT))
+    from tests.speech import normalize_words
+
+    import jiwer
+
+    files = args.files.split(",")
+    refs = json.loads(Path(args.refs).read_text())
+    labels = ["Meeting", "You"][: len(files)]
+    threading.current_thread().name = "bench-main"
+    t_load = time.perf_counter()
+    backend = load_backend("default")
+    load_s = time.perf_counter() - t_load
+    rss_loaded = rss_mb()
+    records: list[tuple[float, object]] = []
+    lock = threading.Lock()
+
+    def on_event(ev) -> None:
+        now = time.monotonic()
+        with lock:
+            records.append((now, ev))
+
+    sources = [FileSource(f, label=lab, realtime=True) for f, lab in zip(files, labels)]
+    samples: list[dict] = []
+    done = threading.Event()
+    live_ref: dict = {}
+
+    cpu_seen: dict[str, float] = {}
+
+    def sampler() -> None:
+        t0 = time.monotonic()
+        while not done.wait(1.0):
+            cpu_seen.update(thread_cpu())
+            live = live_ref.get("live")
+            backlog = live.backlog_s() if live is not None and live.is_running else 0.0
+            samples.append({"t": round(time.monotonic() - t0, 2), "rss_mb": round(rss_mb(), 1),
+                            "backlog_s": round(backlog, 3)})
+
+    threading.Thread(target=sampler, name="bench-sampler", daemon=True).start()
+    wall0 = time.monotonic()
+    cpu0 = thread_cpu()
+    if args.gui:
+        run_gui(backend, files, labels, on_event, live_ref)
+    else:
+        from captioner.engine.live import LiveCaptioner
+
+        live = LiveCaptioner(backend, sources, on_event)
+        live_ref["live"] = live
+        live.start()
+        live.wait()
+        sources = live.sources
+    wall = time.monotonic() - wall0
+    done.set()
+    cpu1 = dict(cpu_seen)
+    cpu1.update(thread_cpu())
+    sources = live_ref.get("sources", sources)
+    t0s = {s.label: s._t0 for s in sources}  # wall (monotonic) time the file started playing
+
+    finals: dict[str, list] = {lab: [] for lab in labels}
+    final_lat, final_word_lat, partial_lat, notices, last_stats = [], [], [], [], {}
+    for now, ev in records:
+        if isinstance(ev, TextDelta) and ev.source in t0s:
+            t0 = t0s[ev.source]
+            if ev.final and ev.text.strip():
+                finals[ev.source].append(ev.text)
+                final_lat.append(now - (t0 + ev.end))
+                words = ev.text.split()
+                total = max(1, len(ev.text.strip()))
+                pos = 0
+                for w in words:
+                    pos += len(w) + (1 if pos else 0)
+                    w_end = ev.start + (ev.end - ev.start) * min(1.0, pos / total)
+                    final_word_lat.append(now - (t0 + w_end))
+            elif not ev.final and ev.text.strip():
+                partial_lat.append(now - (t0 + ev.end))
+        elif isinstance(ev, Notice):
+            notices.append({"code": ev.code, "severity": ev.severity, "message": ev.message, "source": ev.source})
+        elif isinstance(ev, Stats):
+            last_stats[ev.source] = ev
+    audio_s = sum(sf_seconds(f) for f in files)
+    wers = {}
+    for f, lab in zip(files, labels):
+        hyp = " ".join(t.strip() for t in finals[lab])
+        wers[lab] = round(jiwer.wer(normalize_words(refs[f]), normalize_words(hyp)), 4)
+    from captioner.engine.batcher import BatchEngine
+
+    engine = BatchEngine.shared(backend)
+    cpu = {k: round(cpu1.get(k, 0.0) - cpu0.get(k, 0.0), 2) for k in cpu1}
+    overhead_cpu = sum(v for k, v in cpu.items() if k in ("captioner-capture", "captioner-decode"))
+    warm = [s["rss_mb"] for s in samples if s["t"] >= 60.0] or [s["rss_mb"] for s in samples]
+    budget = getattr(backend, "budget", None)
+    result = {
+        "config": args.name,
+        "code": args.code,
+        "gui": bool(args.gui),
+        "sources": labels,
+        "audio_s": round(audio_s, 1),
+        "wall_s": round(wall, 1),
+        "load_s": round(load_s, 2),
+        "final_latency_s": summary(final_lat),
+        "final_word_latency_s": summary(final_word_lat),
+        "partial_latency_s": summary(partial_lat),
+        "backlog_max_s": round(max((s["backlog_s"] for s in samples), default=0.0), 3),
+        "dropped_s": round(sum(st.dropped_s for st in last_stats.values()), 3),
+        "notices": [n for n in notices if n["code"] not in ("source_ended", "stopped")],
+        "rtf": round(engine.busy_s / audio_s, 3) if audio_s else None,
+        "model_busy_s": round(engine.busy_s, 1),
+        "cpu_s_per_thread": cpu,
+        "cpu_s_total": round(sum(cpu.values()), 1),
+        "engine_overhead": round(overhead_cpu / wall, 4),
+        "rss_mb": {"loaded": round(rss_loaded, 1), "warm_start": warm[0] if warm else None,
+                   "max": max((s["rss_mb"] for s in samples), default=None),
+                   "end": samples[-1]["rss_mb"] if samples else None},
+        # median of the last tenth minus median of the first tenth after warm-up (60 s):
+        # transient peaks of one decode are not growth
+        "rss_growth_after_warmup_mb": growth(warm),
+        "wer": wers,
+        "partials_shed": getattr(budget, "shed", None),
+        "partials_granted": getattr(budget, "granted", None),
+        "tuning": getattr(backend, "tuning", None),
+        "timeline": samples,
+    }
+    print(json.dumps(result))
+
+
+def run_gui(backend, files, labels, on_event, live_ref) -> None:
+    """Play the files through the GUI engine (EngineController on a QThread, offscreen)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QCoreApplication, QTimer
+
+    from captioner.engine import qt_worker as qw
+    from captioner.engine.live import LiveCaptioner
+
+    app = QCoreApplication.instance() or QCoreApplication([])
+
+    def pipeline_factory(be, sources, emit):
+        live = LiveCaptioner(be, sources, emit)
+        live_ref["live"] = live
+        live_ref["sources"] = sources
+        return live
+
+    worker = qw.EngineWorker(backend_factory=lambda cfg: backend, pipeline_factory=pipeline_factory)
+    ctl = qw.EngineController(worker)
+    ctl.event.connect(on_event)  # delivered in the GUI thread, as the window receives them
+    ctl.stopped.connect(app.quit)
+    specs = tuple(qw.SourceSpec("file", lab, path=f) for f, lab in zip(files, labels))
+    QTimer.singleShot(0, lambda: ctl.start(qw.EngineConfig(sources=specs)))
+    app.exec()
+    ctl.shutdown()
+
+
+def sf_seconds(path: str) -> float:
+    import soundfile as sf
+
+    info = sf.info(path)
+    return info.frames / info.samplerate
+
+
+# -- parent -----------------------------------------------------------------------------------------
+def export_rev(rev: str, dest: Path) -> Path:
+    """Export git revision ``rev`` of this repository into ``dest``."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=data, check=True)
+    return dest
+
+
+def plot(results: list[dict], path: Path, title: str) -> None:
+    """Backlog and RSS over time, latency distributions: one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    for r in results:
+        t = [s["t"] for s in r["timeline"]]
+        axes[0].plot(t, [s["backlog_s"] for s in r["timeline"]], label=r["config"])
+        axes[1].plot(t, [s["rss_mb"] for s in r["timeline"]], label=r["config"])
+    axes[0].axhline(2.0, color="grey", ls="--", lw=0.8)
+    axes[0].set(title="backlog (s behind)", xlabel="wall time (s)", ylabel="s")
+    axes[1].set(title="resident memory", xlabel="wall time (s)", ylabel="MB")
+    names = [r["config"] for r in results]
+    x = range(len(results))
+    for i, key in enumerate(("p50", "p95", "max")):
+        axes[2].bar([xi + i * 0.13 for xi in x], [r["final_word_latency_s"][key] or 0 for r in results], 0.13,
+                    label=f"final {key}")
+        axes[2].bar([xi + (i + 3) * 0.13 for xi in x], [r["partial_latency_s"][key] or 0 for r in results], 0.13,
+                    label=f"partial {key}", hatch="//")
+    axes[2].axhline(1.5, color="grey", ls="--", lw=0.8)
+    axes[2].set_xticks([xi + 0.33 for xi in x], names)
+    axes[2].set(title="latency after the words were played", ylabel="s")
+    axes[2].set_yscale("log")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=2.0, help="length of the meeting")
+    ap.add_argument("--runs", default="before,after", help="comma list of: before, after, gui, dual")
+    ap.add_argument("--before-rev", default="ef0da0b", help="git revision for the 'before' run")
+    ap.add_argument("--out", default="bench/results/latency", help="output path without suffix")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--code", default=str(ROOT), help=argparse.SUPPRESS)
+    ap.add_argument("--files", help=argparse.SUPPRESS)
+    ap.add_argument("--refs", help=argparse.SUPPRESS)
+    ap.add_argument("--name", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--gui", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    sys.path.insert(0, str(ROOT))
+    from bench.meeting_audio import make_meeting
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        a, b = tmp / "meeting_a.wav", tmp / "meeting_b.wav"
+        refs = {str(a): " ".join(u.text for u in make_meeting(a, args.minutes, seed=10))}
+        runs = args.runs.split(",")
+        if "dual" in runs:
+            refs[str(b)] = " ".join(u.text for u in make_meeting(b, args.minutes, seed=11))
+        (tmp / "refs.json").write_text(json.dumps(refs))
+        before_dir = None
+        for run in runs:
+            code = str(ROOT)
+            if run == "before":
+                before_dir = before_dir or export_rev(args.before_rev, Path(tempfile.mkdtemp(dir=tmp)))
+                code = str(before_dir)
+            files = f"{a},{b}" if run == "dual" else str(a)
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code, "--files", files,
+                   "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if run == "gui" else [])
+            env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
+            load_before = os.getloadavg()
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
+            if proc.returncode != 0:
+                print(proc.stderr[-3000:], file=sys.stderr)
+                raise SystemExit(f"run {run} failed")
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            r["loadavg_before"] = [round(x, 2) for x in load_before]
+            r["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+            if run == "before":
+                r["code"] = f"git {args.before_rev}"
+            elif r.get("code") == str(ROOT):
+                r["code"] = "working tree"
+            results.append(r)
+            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "backlog_max_s",
+                                        "dropped_s", "rtf", "wer", "engine_overhead", "rss_growth_after_warmup_mb")}
+            print(json.dumps(brief), file=sys.stderr)
+    report = {
+        "command": "python bench/latency.py " + " ".join(sys.argv[1:]),
+        "minutes": args.minutes,
+        "cpu_count": os.cpu_count(),
+        "note": "2-core development machine shared with other work: see loadavg per run",
+        "runs": results,
+    }
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    plot(results, out.with_suffix(".png"), f"{args.minutes:g}-minute meeting played live, {os.cpu_count()} cores")
+    print(json.dumps({r["config"]: {"final_word_p95": r["final_word_latency_s"]["p95"],
+                                    "partial_p95": r["partial_latency_s"]["p95"],
+                                    "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"]}
+                      for r in results}))
+
+
+if __name__ == "__main__":
+    main()
