@@ -141,7 +141,9 @@ sys.exit(listen.run(args))
 """
 
 
-def test_ctrl_c_stops_cleanly_and_flushes(tmp_path):
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
+    """Ctrl-C, and SIGTERM/SIGHUP (kill, timeout, a closed terminal) alike: last words flushed."""
     import os
     import signal
     import subprocess
@@ -155,7 +157,7 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stdout.readline()  # the first caption line proves capture and decoding run
     assert first.startswith("[long.wav] w1"), first + proc.stderr.read()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signame))
     rest, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "flushing the last words" in err

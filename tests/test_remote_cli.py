@@ -121,6 +121,17 @@ def test_listen_two_sources_one_server_is_refused_clearly(tmp_path):
     assert code == 2 and "2 sources need 2 caption servers" in err
 
 
+def test_listen_server_down_fails_clearly_without_traceback_or_empty_file(tmp_path, caplog):
+    sf.write(tmp_path / "a.wav", word_audio([0] * 5), 16000)
+    out = tmp_path / "rl.srt"
+    code, _, err = _listen(["listen", "--file", str(tmp_path / "a.wav"), "--fast", "--backend", "remote",
+                            "--model", "ws://127.0.0.1:1/v1/realtime", "--journal-dir", str(tmp_path / "j"),
+                            "-o", str(out)])
+    assert code == 1 and "127.0.0.1:1" in err
+    assert "Traceback" not in err and not [r for r in caplog.records if r.exc_info]
+    assert not out.exists() and "was not written" in err
+
+
 def test_listen_two_sources_two_servers(tmp_path):
     sf.write(tmp_path / "a.wav", word_audio([0] * 40), 16000)
     sf.write(tmp_path / "b.wav", word_audio([0] * 40), 16000)

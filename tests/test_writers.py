@@ -128,12 +128,14 @@ def test_json_round_trip(tmp_path):
     assert doc["metadata"]["created"] == "2026-11-30T10:00:00+00:00"
     assert doc["sources"] == ["You", "Meeting"]
     segs = [Segment(**s) for s in doc["segments"]]
-    assert segs == t.segments
+    # the same segments, text without the space a model puts between deltas
+    assert segs == [Segment(s.source, s.start, s.end, s.text.strip(), s.turn_end, s.boundary) for s in t.segments]
+    assert any(s.text != s.text.strip() for s in t.segments)  # the fixture has such a space
     assert doc["segments"][0] == {
         "source": "You",
         "start": 0.5,
         "end": 6.0,
-        "text": ACCENTED,
+        "text": ACCENTED.strip(),
         "turn_end": True,
         "boundary": "semantic_vad",
     }

@@ -151,6 +151,36 @@ def _build_sources(args: argparse.Namespace, rate: int) -> list:
     return sources
 
 
+def _interrupt_on_termination() -> dict:
+    """SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal, systemd) stop like Ctrl-C:
+    the last words are flushed and the transcript written. Returns the previous handlers."""
+    import signal
+
+    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise KeyboardInterrupt
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, interrupt)
+        except ValueError:  # not the main thread (tests calling run() from a worker)
+            pass
+    return previous
+
+
+def _restore_signals(previous: dict) -> None:
+    import signal
+
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler)
+        except ValueError:
+            pass
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Caption until ``--duration`` passes, every file ends, or Ctrl-C; then write the transcript.
 
@@ -204,6 +234,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
     print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
+    previous = _interrupt_on_termination()
     try:
         while live.is_running:
             left = None if deadline is None else deadline - time.monotonic()
@@ -218,18 +249,22 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
             live.stop(drain=False)
         collector.finish()
+        _restore_signals(previous)
     stats = live.source_stats()
     for label, st in stats.items():
         if st.overflows or st.dropped_blocks:
             print(f"[{label}] warning: {st.overflows} device overflows, {st.dropped_s:.1f} s dropped", file=err)
     result = transcript.transcript
-    if args.output:
+    if args.output and not result.segments and collector.failures:
+        print(f"captioner: nothing was captioned, so {args.output} was not written", file=err)
+    elif args.output:
         try:
             write_transcript(result, args.output, fmt)
         except TranscriptWriteError as exc:
             print(f"captioner: error: {exc}", file=err)
             return 1
-        print(f"transcript written to {args.output} ({len(result.segments)} segments, {fmt})", file=err)
+        n = len(result.segments)
+        print(f"transcript written to {args.output} ({n} segment{'' if n == 1 else 's'}, {fmt})", file=err)
     elif args.format:
         out.write(format_transcript(result, fmt))
     return 1 if collector.failures else 0

@@ -50,6 +50,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from captioner.asr.base import Backend
+from captioner.asr.base import BackendError
 from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
@@ -320,7 +321,10 @@ class LiveCaptioner:
                 if not rows and not finishing:
                     self._decode_wakeup.wait(self.stats_interval_s)
         except Exception as exc:  # noqa: BLE001 - a backend failure must not end silently
-            log.exception("live captioning failed")
+            if isinstance(exc, BackendError):  # an expected failure with its own clear message
+                log.info("live captioning stopped: %s", exc)
+            else:
+                log.exception("live captioning failed")
             self._emit(Notice(f"Captioning stopped: {exc}. Text so far is kept.", "error", "backend_error"))
             self._halt.set()
             self._wakeup.set()

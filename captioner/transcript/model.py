@@ -77,12 +77,13 @@ class Segment:
         return self.boundary == BOUNDARY_OPEN
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: source, start, end (s), text, turn_end, boundary."""
+        """JSON-ready dict: source, start, end (s), text (without the leading/trailing space a
+        model may emit between deltas, so the same speech gives the same JSON), turn_end, boundary."""
         return {
             "source": self.source,
             "start": self.start,
             "end": self.end,
-            "text": self.text,
+            "text": self.text.strip(),
             "turn_end": self.turn_end,
             "boundary": self.boundary,
         }

@@ -135,7 +135,7 @@ def format_vtt(transcript: Transcript | Iterable[Segment], **cue_options: Any) -
 def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | None = 2) -> str:
     """JSON document: ``{"format", "version", "metadata", "sources", "segments": [...]}``.
 
-    Each segment is ``{"source", "start", "end" (s, stream time), "text" (verbatim),
+    Each segment is ``{"source", "start", "end" (s, stream time), "text" (stripped),
     "turn_end", "boundary"}``; ``"turns"`` lists every turn boundary as ``{"source", "time"
     (s), "kind", "probability"}`` (semantic-VAD end-of-turn probability, 1.0 when the
     backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped.

@@ -124,7 +124,7 @@ class SourcePanel(QGroupBox):
             combo.currentIndexChanged.connect(lambda _i: emit(self.changed))
         self.file_edit.textChanged.connect(lambda _t: emit(self.changed))
         self.file_button.clicked.connect(self._browse_file)
-        self.refresh_button.clicked.connect(self.refresh_devices)
+        self.refresh_button.clicked.connect(lambda: self.refresh_devices(rescan=True))
 
     # -- settings ----------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -157,6 +157,7 @@ class SourcePanel(QGroupBox):
         """Enable what the mode uses (nothing while busy)."""
         mode, busy = self.mode(), self._busy
         self.mode_combo.setEnabled(not busy)
+        self.refresh_button.setEnabled(not busy)
         self.mic_combo.setEnabled(mode in ("microphone", "both") and not busy)
         self.system_combo.setEnabled(mode in ("system", "both") and not busy)
         self.file_edit.setEnabled(mode == "file" and not busy)
@@ -168,11 +169,20 @@ class SourcePanel(QGroupBox):
         emit(self.changed)
 
     # -- devices -----------------------------------------------------------------------------
-    def refresh_devices(self) -> None:
-        """Fill the microphone and system-audio pickers from ``captioner.audio.devices``."""
+    def refresh_devices(self, rescan: bool = False) -> None:
+        """Fill the microphone and system-audio pickers from ``captioner.audio.devices``.
+
+        Args:
+            rescan: make PortAudio enumerate its devices again first (the Refresh button):
+                a sound server started or a headset plugged in after the app started is
+                only seen by PortAudio after it re-initialises. Never while capturing.
+        """
         mics, systems, help_text = [], [], ""
         try:
             from captioner.audio import devices
+
+            if rescan and not self._busy:
+                devices.rescan()
 
             mics = [(d.label(), d.name) for d in devices.list_microphones()]
             systems = [(d.label(), d.name) for d in devices.list_system_sources()]
