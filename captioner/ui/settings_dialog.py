@@ -85,6 +85,8 @@ class SettingsDialog(QDialog):
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("captioner settings")
+        # above the always-on-top overlay: a big overlay (5 lines at 60 pt) must never cover OK/Apply
+        self.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, True)
         s = settings
         form = QFormLayout()
         self.lines = QSpinBox()

@@ -64,3 +64,15 @@ def test_a_clash_already_in_the_settings_file_is_reported_not_bound_twice(make_w
     bound = [a.shortcut().toString() for a in (win.start_action, win.overlay_action, win.click_through_action)]
     assert len([b for b in bound if b]) == len({b for b in bound if b})
     assert "shortcuts" in [m[2] for m in win.messages.messages()]
+
+
+def test_dialog_stays_above_the_always_on_top_overlay(qtbot, tmp_path):
+    """QA: with 5 caption lines at 60 pt the overlay covered the dialog's OK/Apply buttons."""
+    from PySide6.QtCore import QSettings, Qt
+
+    from captioner.ui.settings import Settings
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)))
+    qtbot.addWidget(dialog)
+    assert dialog.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
