@@ -64,7 +64,7 @@ def main() -> int:
         has_partial = any(v.partial for v in lines)
         timed_out = time.monotonic() - t0 > MAX_WAIT_S
         at = os.environ.get("LIVE_SHOT_AT_S")  # a fixed moment of playback instead (turn cases)
-        due = time.monotonic() - t0 >= float(at) if at else segments >= 2 and has_partial
+        due = time.monotonic() - t0 >= float(at) if at else segments >= 1 and has_partial  # final text with a live partial tail (one turn may be one segment)
         if not state["live_shot"] and (due or timed_out):
             state["live_shot"] = True
             shot("overlay_live.png")
