@@ -78,14 +78,15 @@ def test_metainfo_validates():
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["/usr/bin/captioner"], "/usr/bin/captioner"),
-    (["/opt/my apps/captioner"], '"/opt/my apps/captioner"'),
-    (["/usr/bin/python3", "-m", "captioner"], "/usr/bin/python3 -m captioner"),
-    (['/a"b$c/x'], '"/a\\"b\\$c/x"'),
-    (["/100%/x"], '"/100%%/x"'),
+    (["{root}/bin/captioner"], "{root}/bin/captioner"),
+    (["{root}/my apps/captioner"], '"{root}/my apps/captioner"'),
+    (["{root}/bin/python3", "-m", "captioner"], "{root}/bin/python3 -m captioner"),
+    (['{root}/a"b$c/x'], '"{root}/a\\"b\\$c/x"'),
+    (["{root}/100%/x"], '"{root}/100%%/x"'),
 ])
-def test_exec_value_quoting(argv, expected):
-    assert desktop.exec_value(argv) == expected
+def test_exec_value_quoting(argv, expected, tmp_path):
+    root = tmp_path.as_posix()  # a real absolute folder of this machine, no spaces or specials of its own
+    assert desktop.exec_value([a.format(root=root) for a in argv]) == expected.format(root=root)
 
 
 def test_launcher_command_uses_this_environment():
@@ -98,11 +99,12 @@ def test_launcher_command_uses_this_environment():
 def test_install_and_uninstall_desktop(tmp_path, monkeypatch, capsys):
     home = tmp_path / "share"
     monkeypatch.setenv("XDG_DATA_HOME", str(home))
-    monkeypatch.setattr(desktop, "launcher_command", lambda: ["/opt/cap tioner/captioner"])
+    launcher = (tmp_path / "cap tioner" / "captioner").as_posix()
+    monkeypatch.setattr(desktop, "launcher_command", lambda: [launcher])
     assert main(["--install-desktop"]) == 0
     entry = home / "applications" / resources.DESKTOP_FILE
     text = entry.read_text(encoding="utf-8")
-    assert 'Exec="/opt/cap tioner/captioner"' in text and f"Icon={resources.APP_ID}" in text
+    assert f'Exec="{launcher}"' in text and f"Icon={resources.APP_ID}" in text
     r = subprocess.run(["desktop-file-validate", str(entry)], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     for s in resources.APP_ICON_SIZES:
