@@ -141,3 +141,26 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     assert len(finals) > lines  # words became final before their line ended
     # stream times stay monotonic across rotations
     assert state.offset_s > hours * 3600 - ms.ROTATE_S - 2 * (LINE_S + PAUSE_S)
+
+
+def test_partial_after_committed_words_starts_with_a_space():
+    """Seen in the overlay: committed "Good morning," + partial "have a minute" was drawn as
+    "Good morning,have a minute". A partial follows final text after a space, as finals do."""
+    t = [0.0]
+    backend = ScriptedMoonshine(lambda: t[0])
+    state = None
+    chunk = np.zeros(ms.CHUNK_SAMPLES, np.float32)
+    shown = ""  # committed text so far
+    joined = []
+    for i in range(int(60 / 0.1)):
+        t[0] += 0.1
+        (res,) = backend.step([StepRow(chunk, state, i * 0.1, (i + 1) * 0.1)])
+        state = res.state
+        for ev in res.events:
+            if isinstance(ev, TextDelta) and ev.final:
+                shown += ev.text
+            elif isinstance(ev, TextDelta) and ev.text and shown:
+                joined.append(shown + ev.text)
+    assert joined  # partials after committed text were emitted
+    for text in joined:
+        assert "  " not in text and all(w in WORDS for w in text.split()), text

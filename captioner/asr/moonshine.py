@@ -386,6 +386,8 @@ class MoonshineBackend(Backend):
             done = len(state.agreement.committed)
             frac = len(" ".join(words[:done])) / max(1, len(" ".join(words)))
             out.append(self._final(state, new, line_start, min(now_s, line_start + frac * clip_s)))
+        # the partial follows the committed text as a final would: after a space (see _final)
+        rest = (" " if rest and state.any_final else "") + rest
         if rest != state.partial:
             state.partial = rest
             out.append(TextDelta(rest, max(line_start, state.committed_end), now_s, final=False))

@@ -30,19 +30,9 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from captioner.events import Event, TextDelta, TurnBoundary, VoiceActivity
-from captioner.transcript.cues import char_width
 
 #: Indicator states, strongest first (the dot shows the strongest of all sources).
 INDICATOR_STATES = ("speaking", "pause", "turn_over", "idle")
-
-
-def _needs_space(before: str, after: str) -> bool:
-    """True when committed text ending in ``before`` and a partial starting with ``after`` need a
-    space between them: neither is whitespace and neither is a wide (CJK) character, which
-    are written without spaces."""
-    if before.isspace() or after.isspace():
-        return False
-    return char_width(before) == 1 and char_width(after) == 1 and after not in ".,;:!?)"
 
 
 @dataclass
@@ -234,8 +224,6 @@ class CaptionModel:
                 return False
             line = self._new_line(ev.source, ev.start)
         new = ev.text.lstrip() if not line.final else ev.text
-        if line.final and new and _needs_space(line.final[-1], new[0]):
-            new = " " + new  # "Good morning," + "have a" must not render as "morning,have"
         if new == line.partial:
             return False
         line.partial = new

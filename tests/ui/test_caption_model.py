@@ -68,21 +68,3 @@ def test_trim_front_drops_label_then_text():
     m.trim_front(line, len("Meeting: one "))
     assert line.text == "two three" and line.trimmed == len("Meeting: one ")
 
-
-def test_partial_after_final_text_gets_a_space_but_cjk_does_not():
-    """Seen in the overlay screenshot: "Good morning," + partial "have a minute" was drawn
-    as "Good morning,have a minute"."""
-    from captioner.events import TextDelta
-    from captioner.ui.caption_model import CaptionModel
-
-    m = CaptionModel()
-    m.apply(TextDelta("Good morning,", 0.0, 1.0, True, "You"))
-    m.apply(TextDelta("have a minute", 1.0, 2.0, False, "You"))
-    (line,) = m.lines
-    assert line.final + line.partial == "Good morning, have a minute"
-    m.apply(TextDelta(" already spaced", 1.0, 2.0, False, "You"))
-    assert line.partial == " already spaced"
-    m.apply(TextDelta("中文", 0.0, 1.0, True, "会议"))
-    m.apply(TextDelta("字幕", 1.0, 2.0, False, "会议"))
-    cjk = [ln for ln in m.lines if ln.source == "会议"][0]
-    assert cjk.final + cjk.partial == "中文字幕"
