@@ -88,6 +88,9 @@ class ScriptedMoonshine(ms.MoonshineBackend):
         self.partials = True
         self._since_trim = 0
         self.tuning = {}
+        self._partial_tr = None
+        self.decoded: list[float] = []
+        self._worker = ms.PartialWorker(self._decode_clip, threaded=False)  # synchronous: exact event order
 
     def _new_stream(self, state=None):
         stream = FakeStream()
@@ -99,15 +102,34 @@ class ScriptedMoonshine(ms.MoonshineBackend):
         state.stream.samples += len(audio)
 
     def _decode_clip(self, audio) -> str:
-        n = int(len(WORDS) * min(1.0, (len(audio) / SR - ms.PARTIAL_PAD_S) / LINE_S))
-        return " ".join(WORDS[: max(0, n)])
+        """The words spoken in the clip (whole or partly), read from the time ramp in the audio."""
+        t0 = float(audio[0]) / RAMP - self._offset  # stream time of the clip's first sample
+        t1 = t0 + len(audio) / SR - ms.PARTIAL_PAD_S
+        k = int(t0 // (LINE_S + PAUSE_S))
+        start = k * (LINE_S + PAUSE_S) + 0.2
+        per = LINE_S / len(WORDS)
+        first = max(0, int((t0 - start) // per))
+        n = int(len(WORDS) * min(1.0, max(0.0, t1 - start) / LINE_S))
+        self.decoded.append(t0 - start)  # where in its line the clip started (s)
+        return " ".join(WORDS[first:n])
+
+    def step(self, rows):
+        self._offset = rows[0].state.offset_s if rows[0].state is not None else 0.0
+        return super().step(rows)
+
+
+RAMP = 1e-4  # test audio: sample value = RAMP * session time (s), so a clip says where it starts
+
+
+def chunk_at(i: int) -> np.ndarray:
+    """The i-th 100 ms chunk of the test audio (a time ramp, see RAMP)."""
+    return (RAMP * (i * 0.1 + np.arange(ms.CHUNK_SAMPLES) / SR)).astype(np.float32)
 
 
 def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     t = [0.0]
     backend = ScriptedMoonshine(lambda: t[0])
     state = None
-    chunk = np.zeros(ms.CHUNK_SAMPLES, np.float32)
     finals: list[str] = []
     partials = 0
     hours = 2.0
@@ -115,7 +137,7 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     ring_max = finished_max = 0
     for i in range(steps):
         t[0] += 0.1
-        (res,) = backend.step([StepRow(chunk, state, i * 0.1, (i + 1) * 0.1)])
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
         state = res.state
         for ev in res.events:
             if isinstance(ev, TextDelta):
@@ -149,12 +171,11 @@ def test_partial_after_committed_words_starts_with_a_space():
     t = [0.0]
     backend = ScriptedMoonshine(lambda: t[0])
     state = None
-    chunk = np.zeros(ms.CHUNK_SAMPLES, np.float32)
     shown = ""  # committed text so far
     joined = []
     for i in range(int(60 / 0.1)):
         t[0] += 0.1
-        (res,) = backend.step([StepRow(chunk, state, i * 0.1, (i + 1) * 0.1)])
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
         state = res.state
         for ev in res.events:
             if isinstance(ev, TextDelta) and ev.final:
@@ -164,3 +185,77 @@ def test_partial_after_committed_words_starts_with_a_space():
     assert joined  # partials after committed text were emitted
     for text in joined:
         assert "  " not in text and all(w in WORDS for w in text.split()), text
+
+
+class GatedMoonshine(ScriptedMoonshine):
+    """The scripted backend with its re-decodes on a real worker thread, each held until released."""
+
+    def __init__(self, clock) -> None:
+        super().__init__(clock)
+        import threading
+
+        self.entered = threading.Semaphore(0)
+        self.release = threading.Semaphore(0)
+
+        def gated(clip):
+            self.entered.release()
+            assert self.release.acquire(timeout=30)
+            return ScriptedMoonshine._decode_clip(self, clip)
+
+        self._worker = ms.PartialWorker(gated)
+        self.budget.parallel = True
+
+
+def _run_gated(backend, seconds, t, on_job):
+    """Step ``seconds`` of audio; ``on_job(i)`` is called each step a re-decode is running and
+    returns True to let it finish (the test then waits for it before the next step)."""
+    state = None
+    finals, partials, running = [], [], False
+    for i in range(int(seconds / 0.1)):
+        t[0] += 0.1
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
+        state = res.state
+        for ev in res.events:
+            if isinstance(ev, TextDelta):
+                (finals if ev.final else partials).append((i * 0.1 + 0.1, ev.text))
+        running = running or backend.entered.acquire(blocking=False)
+        if running and on_job(i):
+            backend.release.release()
+            assert backend._worker.wait_idle(30)
+            running = False
+    return state, finals, partials
+
+
+def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
+    """The engine thread goes on while a re-decode runs: the line's final arrives on time
+    (0.5 s after the line ends) with the re-decode still held; released after that, its text
+    belongs to a closed line and must not come out as a partial or a second final."""
+    t = [0.0]
+    backend = GatedMoonshine(lambda: t[0])
+    line_end = 0.2 + LINE_S + HANGOVER_S  # the first line completes here (stream time)
+    state, finals, partials = _run_gated(backend, 6.0, t, lambda i: (i + 1) * 0.1 > line_end + 1.0)
+    try:
+        assert finals, "no final while the partial was held"
+        first_final_at = finals[0][0]
+        assert first_final_at <= line_end + ms.UPDATE_INTERVAL_S + 0.11
+        assert " ".join(f for _, f in finals).split() == WORDS  # exact: the stale re-decode added nothing
+        assert all(not text for at, text in partials if at > line_end + 1.0)
+        assert backend.budget.parallel
+    finally:
+        backend.release.release()
+        backend.close()
+
+
+def test_threaded_partials_commit_words_before_the_line_ends():
+    t = [0.0]
+    backend = GatedMoonshine(lambda: t[0])
+    line_end = 0.2 + LINE_S + HANGOVER_S
+    state, finals, partials = _run_gated(backend, 3 * (LINE_S + PAUSE_S), t, lambda i: True)
+    try:
+        early = [text for at, text in finals if at < line_end]
+        assert early, "LocalAgreement committed nothing before the line ended"
+        words = " ".join(f.strip() for _, f in finals).split()
+        assert words[: 2 * len(WORDS)] == WORDS * 2  # in order, never rewritten
+        assert any(text for _, text in partials)
+    finally:
+        backend.close()

@@ -40,8 +40,8 @@ def load_backend(
         language: "en" or "zh" (the default model is English-only).
         batch_size: sessions per model call; ``None`` = the backend's default (TFLite:
             fixed by the export).
-        **options: backend-specific options passed through (e.g. ``device``, ``dtype``,
-            ``vad_threshold`` for Audio8; ``token``, ``ca_file``, ``model_name``, ``hotwords``
+        **options: backend-specific options passed through (e.g. ``partials`` for the
+            default model; ``device``, ``dtype``, ``vad_threshold`` for Audio8; ``token``, ``ca_file``, ``model_name``, ``hotwords``
             for remote).
 
     Raises:
@@ -58,7 +58,8 @@ def load_backend(
     if kind == "default":
         from captioner.asr.moonshine import MoonshineBackend
 
-        return MoonshineBackend(model, **({"batch_size": batch_size} if batch_size else {}), language=language)
+        return MoonshineBackend(model, **({"batch_size": batch_size} if batch_size else {}), language=language,
+                                **options)
     if kind == "tflite":
         try:
             from captioner.asr.tflite_backend import load_tflite_backend

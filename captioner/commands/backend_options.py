@@ -159,6 +159,10 @@ def turn_settings(args: argparse.Namespace):
 def open_backend(args: argparse.Namespace):
     """Load the backend chosen by the arguments (raises BackendError/GeometryError)."""
     options = {}
+    if args.backend == "default" and getattr(args, "realtime", True) is False:
+        # a file decoded as fast as possible: one decode per line, no partial re-decodes
+        # (deterministic, the one-pass WER, and quicker: nobody is watching partials)
+        options = dict(partials=False)
     if args.backend == "audio8":
         options = dict(device=args.device, dtype=args.dtype, vad_horizon_s=args.vad_horizon,
                        vad_threshold=args.vad_threshold)

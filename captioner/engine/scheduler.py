@@ -7,7 +7,9 @@ sessions of one backend (microphone and system audio) and decides, call by call,
 a session may spend time on a partial now:
 
 * the required load (busy seconds per wall second over the last ``window_s``) is
-  measured; what is left up to ``target_load`` is the headroom for partials;
+  measured; what is left up to ``target_load`` is the headroom for partials -- unless
+  partials run on a thread of their own (``parallel``, see
+  :mod:`captioner.asr.partial_worker`): then ``PARALLEL_LOAD`` of that thread is;
 * a partial's cost is predicted from the measured cost of earlier ones (per second of
   the audio it re-decodes, plus a fixed part);
 * every session that wants partials gets an equal share of the headroom, so its
@@ -28,6 +30,11 @@ import collections
 import time
 from dataclasses import dataclass
 from typing import Callable, Hashable
+
+#: Busy fraction the partial thread may reach when partials run on their own thread
+#: (``parallel``). That thread runs at a lower CPU priority, so it only takes CPU time
+#: the finals, the capture and the UI leave over.
+PARALLEL_LOAD = 0.9
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,8 @@ class DecodeBudget:
         window_s: length of the load measurement window (s).
         active_s: a session that asked within this many seconds counts as wanting
             partials (for the fair share).
+        parallel: partials run on their own thread (and core), not between the finals:
+            their headroom is ``PARALLEL_LOAD`` of that thread, whatever the required load.
         clock: monotonic clock (s).
     """
 
@@ -77,6 +86,7 @@ class DecodeBudget:
         overload_load: float = 0.9,
         window_s: float = 10.0,
         active_s: float = 2.0,
+        parallel: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.target_load = float(target_load)
@@ -86,6 +96,7 @@ class DecodeBudget:
         self.overload_load = float(overload_load)
         self.window_s = float(window_s)
         self.active_s = float(active_s)
+        self.parallel = bool(parallel)
         self.clock = clock
         self._t0 = clock()
         self._required: collections.deque[tuple[float, float]] = collections.deque()  # (time, cost)
@@ -133,7 +144,7 @@ class DecodeBudget:
 
     def interval_s(self, audio_s: float) -> float:
         """Interval (s) between partials of one session at the current headroom (inf: none)."""
-        headroom = self.target_load - self.load()
+        headroom = PARALLEL_LOAD if self.parallel else self.target_load - self.load()
         if headroom <= 0:
             return float("inf")
         now = self.clock()
