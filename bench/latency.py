@@ -214,6 +214,8 @@ def child(args) -> None:
         "notices": [n for n in notices if n["code"] not in ("source_ended", "stopped")],
         "rtf": round(engine.busy_s / audio_s, 3) if audio_s else None,
         "model_busy_s": round(engine.busy_s, 1),
+        # partial re-decodes on their own thread (not in model_busy_s, which is the engine's)
+        "partial_thread_cpu_s": round(sum(v for k, v in cpu.items() if k.startswith("captioner-partial")), 1),
         "cpu_s_per_thread": cpu,
         "cpu_s_total": round(sum(cpu.values()), 1),
         "engine_overhead": round(overhead_cpu / wall, 4),

@@ -170,3 +170,21 @@ def test_over_full_scale_float_file_is_scaled_not_clipped(tmp_path, capsys, monk
     assert main(["transcribe", str(wav)]) == 0
     assert "exceeds full scale" in capsys.readouterr().err
     assert 0.9 < seen["peak"] <= 1.0
+
+
+def test_file_transcription_decodes_each_line_once_and_realtime_keeps_partials(monkeypatch):
+    """``transcribe FILE`` runs as fast as it can and nobody watches partials: the default
+    model decodes each line once (deterministic, the one-pass WER). ``--realtime`` behaves
+    like a live source, partial re-decodes included."""
+    import captioner.commands.backend_options as bo
+
+    seen = []
+    monkeypatch.setattr(bo, "load_backend", lambda kind, model, **kw: seen.append((kind, kw)) or object())
+    for argv, partials in ((["transcribe", "x.wav"], False), (["transcribe", "x.wav", "--realtime"], None)):
+        from captioner.cli import build_parser
+
+        args = build_parser().parse_args(argv)
+        assert bo.check_backend_arguments(args) is None
+        bo.open_backend(args)
+        assert seen[-1][0] == "default"
+        assert seen[-1][1].get("partials") is partials
