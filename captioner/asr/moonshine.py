@@ -3,8 +3,9 @@
 The model files ship inside the ``moonshine-cpp`` wheel (``moonshine_cpp/models/base-en``)
 and run through the ``moonshine-voice`` runtime (ONNX Runtime inside). Nothing is ever
 downloaded. Measured on a 2-core development machine: WER about 12 % on espeak-ng
-speech; with the settings below about 0.16 CPU-seconds per second of audio for the finals
-(bench/results/: about 0.3 with scheduled partials).
+speech; with the settings below about 0.2 CPU-seconds per second of audio for the finals
+on the engine thread, plus about 0.5 for the partial re-decodes on their own thread
+(bench/results/latency_*.json).
 
 Moonshine streams by segmenting the audio into *lines* (stretches of speech between pauses
 found by its own VAD). A line is decoded once, when it completes, and its text is *final*
