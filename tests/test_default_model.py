@@ -107,3 +107,60 @@ def test_two_sessions_on_one_backend_do_not_mix(backend, tmp_path):
     meeting = normalize_words(final_text(e for e in events if e.source == "Meeting"))
     assert "morning" in you and "train" not in you
     assert "train" in meeting and "morning" not in meeting
+
+
+def _runtime_lines(backend, audio: np.ndarray, wait_partials: bool) -> list[tuple[float, float, str]]:
+    """The runtime's completed lines (start s, duration s, text) for ``audio`` fed in 100 ms rows."""
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import StepRow
+
+    lines: list[tuple[float, float, str]] = []
+    convert = backend._convert
+
+    def spy(state):
+        for ev in state.events:
+            if ev.line.is_complete and ev.line.line_id not in state.finished_ids:
+                lines.append((round(state.offset_s + ev.line.start_time, 3), round(ev.line.duration, 3), ev.line.text))
+        return convert(state)
+
+    backend._convert = spy
+    try:
+        state, n = None, ms.CHUNK_SAMPLES
+        for i in range(0, len(audio) - n + 1, n):
+            (res,) = backend.step([StepRow(audio[i : i + n], state, i / 16000, (i + n) / 16000)])
+            state = res.state
+            if wait_partials:  # every re-decode finishes before the next row: as many as possible
+                assert backend._worker.wait_idle(60)
+        backend.step([StepRow(None, state, len(audio) / 16000, len(audio) / 16000, last=True)])
+    finally:
+        del backend._convert
+    return lines
+
+
+def test_partial_re_decodes_leave_the_live_line_boundaries_alone(tmp_path):
+    """The runtime keeps one Silero VAD (with its recurrent state) for the whole process; partials
+    decoded through it used to shift where the live stream's lines end, and so their final text
+    (6 of 21 lines of the benchmark meeting). The partial model bypasses it: the lines, and so the
+    finals, are the same with partials as without."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from meeting_audio import make_meeting
+
+    path = tmp_path / "meeting.wav"
+    make_meeting(path, 0.5, seed=10)  # the benchmark meeting's first 30 s: several voices and pauses
+    audio = load_audio(str(path), 16000)
+    quiet = load_backend("default", partials=False)
+    try:
+        expected = _runtime_lines(quiet, audio, wait_partials=False)
+    finally:
+        quiet.close()
+    busy = load_backend("default")
+    try:
+        got = _runtime_lines(busy, audio, wait_partials=busy._worker.threaded)
+        assert busy.budget.granted > 5  # partials really ran in between
+    finally:
+        busy.close()
+    assert len(expected) >= 3
+    assert got == expected

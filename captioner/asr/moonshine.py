@@ -51,9 +51,11 @@ MAX_LINE_S = 8.0
 #: seconds (s): the runtime keeps every line and VAD segment of a stream and re-scans
 #: them on each pass, so a long stream grows in memory and in cost per pass.
 ROTATE_S = 30.0
-#: Seconds of silence appended to an open line before a partial re-decode, so the
-#: runtime's VAD closes the clip and decodes it (it skips incomplete lines).
-PARTIAL_PAD_S = 0.6
+#: Seconds of silence appended to an open line before a partial re-decode: the end of
+#: the clip reads as the end of an utterance (measured on the meeting's first sentence:
+#: with none a 1 s clip decoded as "Our next trainer to our next", with 0.2 s as "Our next
+#: training."; 0.6 s gave nothing for clips under ~1.5 s).
+PARTIAL_PAD_S = 0.2
 #: Words at the end of a partial re-decode that LocalAgreement never commits.
 HOLDBACK_WORDS = 1
 #: Audio kept per session (s): the open line plus margin (bounded; never the session).
@@ -69,6 +71,15 @@ MOONSHINE_OPTIONS = {
     "transcription_interval": str(UPDATE_INTERVAL_S),
     "vad_max_segment_duration": str(MAX_LINE_S),
 }
+#: Options of the second loaded model that decodes partials. ``vad_threshold=0`` makes its
+#: VAD take the whole clip as speech without running Silero: the runtime keeps ONE Silero
+#: VAD, with its recurrent state, for the whole process (``VoiceActivityDetector::silero_vad``
+#: in moonshine-ai/moonshine ``core/voice-activity-detector.cpp``), so every partial decoded
+#: through it shifted the live stream's line boundaries (measured: 6 of 21 lines of the
+#: 2-minute meeting ended 30-100 ms differently, and their text changed, e.g. "are there any"
+#: -> "I'll never any"). Without Silero a short clip is not dropped as "no speech" either.
+#: (The clip then never "completes" inside the runtime, hence ``decode_incomplete_lines``.)
+PARTIAL_OPTIONS = {**MOONSHINE_OPTIONS, "vad_threshold": "0", "decode_incomplete_lines": "true"}
 #: Samples per engine step: 100 ms at 16 kHz. Moonshine keeps its own audio buffer, so
 #: the chunk only sets how often the engine hands it audio (latency granularity).
 CHUNK_SAMPLES = 1600
@@ -210,9 +221,10 @@ class MoonshineBackend(Backend):
     re-decoded by captioner only when :attr:`budget` grants it (never while the engine
     is behind), and the words two consecutive re-decodes agree on are committed as final
     text early (:class:`~captioner.asr.agreement.LineAgreement`), never rewritten. With
-    two or more CPUs the re-decodes run on their own thread with a second loaded model
-    (:class:`~captioner.asr.partial_worker.PartialWorker`, about 70 MB more memory), so a
-    final never waits behind a partial.
+    two or more CPUs the re-decodes run on their own thread
+    (:class:`~captioner.asr.partial_worker.PartialWorker`), so a final never waits behind
+    a partial. They always use a second loaded model (about 70 MB more memory) that does
+    not touch the runtime's process-wide VAD (see ``PARTIAL_OPTIONS``).
 
     Args:
         model_dir: directory with ``encoder_model.ort``, ``decoder_model_merged.ort`` and
@@ -277,10 +289,10 @@ class MoonshineBackend(Backend):
         self._since_trim = 0
         self._partial_tr = None
         threaded = self.partials and usable_cpus() >= 2
-        if threaded:
+        if self.partials:
             try:
                 self._partial_tr = Transcriber(
-                    str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=MOONSHINE_OPTIONS
+                    str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=PARTIAL_OPTIONS
                 )
             except Exception as exc:
                 self.close()
