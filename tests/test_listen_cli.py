@@ -128,7 +128,11 @@ def test_devices_lists_both_kinds(monkeypatch, capsys):
 
 
 CTRL_C_SCRIPT = r"""
+import signal
 import sys
+# a shell that starts jobs in the background (CI runners, nohup) hands them SIGINT ignored,
+# and Python then keeps it ignored; a terminal's Ctrl-C is what this test is about
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from tests.audio_fakes import FakeBackend
 from captioner.commands import listen
