@@ -167,12 +167,15 @@ def child(args) -> None:
 
     finals: dict[str, list] = {lab: [] for lab in labels}
     final_lat, final_word_lat, partial_lat, notices, last_stats = [], [], [], [], {}
+    final_events = []  # one row per final event: for reading where the slow ones come from
     for now, ev in records:
         if isinstance(ev, TextDelta) and ev.source in t0s:
             t0 = t0s[ev.source]
             if ev.final and ev.text.strip():
                 finals[ev.source].append(ev.text)
                 final_lat.append(now - (t0 + ev.end))
+                final_events.append({"source": ev.source, "start": round(ev.start, 2), "end": round(ev.end, 2),
+                                     "latency": round(final_lat[-1], 3), "text": ev.text.strip()})
                 words = ev.text.split()
                 total = max(1, len(ev.text.strip()))
                 pos = 0
@@ -208,6 +211,7 @@ def child(args) -> None:
         "load_s": round(load_s, 2),
         "final_latency_s": summary(final_lat),
         "final_word_latency_s": summary(final_word_lat),
+        "final_events": final_events,
         "partial_latency_s": summary(partial_lat),
         "backlog_max_s": round(max((s["backlog_s"] for s in samples), default=0.0), 3),
         "dropped_s": round(sum(st.dropped_s for st in last_stats.values()), 3),
@@ -226,6 +230,8 @@ def child(args) -> None:
         # transient peaks of one decode are not growth
         "rss_growth_after_warmup_mb": growth(warm),
         "wer": wers,
+        "finals_reused": getattr(backend, "finals_reused", None),
+        "finals_decoded": getattr(backend, "finals_decoded", None),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
         "tuning": getattr(backend, "tuning", None),

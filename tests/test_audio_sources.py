@@ -161,6 +161,23 @@ def test_file_source_paced_by_clock(tmp_path):
     assert len(first.samples) + len(rest.samples) == 16000
 
 
+def test_paced_file_source_delivers_whole_device_blocks(tmp_path):
+    """Like a device: 25 ms after start a 20 ms-block source has delivered one block, not
+    the 25 ms "due" so far (reading every few frames as they fell due kept the capture
+    thread spinning), and the file's short last block still comes."""
+    clock = FakeClock()
+    src = FileSource(_write(tmp_path / "b.wav", tone(0.11, 16000), 16000), clock=clock, block_s=0.02)
+    src.start()
+    clock.advance(0.025)
+    first = src.read()
+    assert src.stats().frames_in == 320 and src.stats().callbacks == 1 and len(first.samples) == 320
+    clock.advance(0.004)  # 29 ms: still inside the second block
+    assert src.read() is None
+    clock.advance(0.2)  # the rest: four whole blocks and the 10 ms tail
+    rest = src.read(flush=True)
+    assert src.finished and len(first.samples) + len(rest.samples) == 1760
+
+
 def test_missing_file():
     with pytest.raises(SourceError, match="not found"):
         FileSource("/nonexistent/x.wav").start()

@@ -109,8 +109,9 @@ def test_two_sessions_on_one_backend_do_not_mix(backend, tmp_path):
     assert "train" in meeting and "morning" not in meeting
 
 
-def _runtime_lines(backend, audio: np.ndarray, wait_partials: bool) -> list[tuple[float, float, str]]:
-    """The runtime's completed lines (start s, duration s, text) for ``audio`` fed in 100 ms rows."""
+def _runtime_lines(backend, audio: np.ndarray, wait_partials: bool) -> list[tuple[float, float]]:
+    """The runtime's completed lines (start s, duration s) for ``audio`` fed in 100 ms rows
+    (the segmenter's VAD lines; captioner decodes their text itself)."""
     from captioner.asr import moonshine as ms
     from captioner.asr.base import StepRow
 
@@ -120,7 +121,7 @@ def _runtime_lines(backend, audio: np.ndarray, wait_partials: bool) -> list[tupl
     def spy(state):
         for ev in state.events:
             if ev.line.is_complete and ev.line.line_id not in state.finished_ids:
-                lines.append((round(state.offset_s + ev.line.start_time, 3), round(ev.line.duration, 3), ev.line.text))
+                lines.append((round(state.offset_s + ev.line.start_time, 3), round(ev.line.duration, 3)))
         return convert(state)
 
     backend._convert = spy
@@ -140,8 +141,8 @@ def _runtime_lines(backend, audio: np.ndarray, wait_partials: bool) -> list[tupl
 def test_partial_re_decodes_leave_the_live_line_boundaries_alone(tmp_path):
     """The runtime keeps one Silero VAD (with its recurrent state) for the whole process; partials
     decoded through it used to shift where the live stream's lines end, and so their final text
-    (6 of 21 lines of the benchmark meeting). The partial model bypasses it: the lines, and so the
-    finals, are the same with partials as without."""
+    (6 of 21 lines of the benchmark meeting). The partial model bypasses it: the lines are the
+    same with partials as without."""
     import sys
     from pathlib import Path
 

@@ -99,6 +99,40 @@ def test_stop_drains_queue_and_flushes_last_words():
     assert rec.of(TurnBoundary, "You")[-1].kind == "end_of_stream"
 
 
+def test_capture_takes_a_live_device_in_read_interval_steps_not_block_by_block():
+    """A device calls back every 10 ms; the capture thread takes what it queued once per
+    ``READ_INTERVAL_S`` (it used to wake, read, meter and wake the decoder for each block:
+    5 % of a core), and nothing is lost or late beyond that interval."""
+    import captioner.engine.live as live_mod
+
+    sd = FakeSD(device_table())
+    mic = MicrophoneSource(resolve_microphone(0, sd, PulseInventory()), sd=sd)
+    rec = Recorder()
+    live = LiveCaptioner(FakeBackend(batch_size=1), [mic], rec)
+    paused = threading.Event()
+    waits = []
+
+    class Halt(threading.Event):
+        def wait(self, timeout=None):
+            if timeout:
+                waits.append(timeout)
+                paused.set()
+            return super().wait(timeout)
+
+    live._halt = Halt()
+    live.start()
+    stream = sd.streams[0]
+    x = tone(0.5, 48000)
+    for i in range(0, 4800, 480):  # 100 ms: enough to come out of the 48 -> 16 kHz resampler
+        stream.deliver(x[i : i + 480])
+    assert paused.wait(10), "the capture thread read audio and went straight back for more"
+    assert 0.0 < waits[0] <= live_mod.READ_INTERVAL_S
+    for i in range(4800, len(x), 480):  # meanwhile the device goes on queueing
+        stream.deliver(x[i : i + 480])
+    assert live.stop(drain=True, timeout=30)
+    assert rec.of(Stats, "You")[-1].audio_s == pytest.approx(0.5)  # every block arrived
+
+
 def test_device_lost_keeps_text_notifies_and_allows_restart():
     sd = FakeSD(device_table())
     clock = FakeClock()

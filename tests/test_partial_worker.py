@@ -45,7 +45,7 @@ def test_one_job_at_a_time_and_the_result_is_collected_once():
         assert not w.busy
         assert w.submit(job("a"))
         assert gate.entered.acquire(timeout=30)  # running on the worker thread now
-        assert w.busy and w.in_flight("a") and not w.in_flight("b")
+        assert w.busy
         assert not w.submit(job("b"))  # one at a time: b must ask again later
         assert w.poll("a") is None  # not done yet: the caller keeps stepping
         gate.release.release()
@@ -75,6 +75,9 @@ def test_a_discarded_job_leaves_nothing_behind():
         assert w.wait_idle(30)
         assert w.poll("a") is None
         assert not w._done  # bounded: nothing kept for a session that will never poll
+        spent = w.take_discarded()  # but its CPU was spent: the budget must still hear of it
+        assert [j.key for j in spent] == ["a"] and spent[0].text is not None and spent[0].cost_s > 0
+        assert w.take_discarded() == []  # handed back once
     finally:
         w.close()
 

@@ -89,6 +89,7 @@ class ScriptedMoonshine(ms.MoonshineBackend):
         self._since_trim = 0
         self.tuning = {}
         self._partial_tr = None
+        self.finals_reused = self.finals_decoded = 0
         self.decoded: list[float] = []
         self._worker = ms.PartialWorker(self._decode_clip, threaded=False)  # synchronous: exact event order
 
@@ -104,12 +105,13 @@ class ScriptedMoonshine(ms.MoonshineBackend):
     def _decode_clip(self, audio) -> str:
         """The words spoken in the clip (whole or partly), read from the time ramp in the audio."""
         t0 = float(audio[0]) / RAMP - self._offset  # stream time of the clip's first sample
-        t1 = t0 + len(audio) / SR - ms.PARTIAL_PAD_S
+        speech = len(audio) - (len(audio) - np.flatnonzero(audio)[-1] - 1 if audio.any() else 0)  # a pad is exact zeros
+        t1 = t0 + speech / SR
         k = int(t0 // (LINE_S + PAUSE_S))
         start = k * (LINE_S + PAUSE_S) + 0.2
         per = LINE_S / len(WORDS)
         first = max(0, int((t0 - start) // per))
-        n = int(len(WORDS) * min(1.0, max(0.0, t1 - start) / LINE_S))
+        n = int(len(WORDS) * min(1.0, max(0.0, t1 - start + 1e-3) / LINE_S))  # 1 ms: float32 ramp
         self.decoded.append(t0 - start)  # where in its line the clip started (s)
         return " ".join(WORDS[first:n])
 
@@ -197,7 +199,10 @@ class GatedMoonshine(ScriptedMoonshine):
         self.entered = threading.Semaphore(0)
         self.release = threading.Semaphore(0)
 
+        self.clips: list[int] = []  # samples of each re-decode, in order
+
         def gated(clip):
+            self.clips.append(clip.size)
             self.entered.release()
             assert self.release.acquire(timeout=30)
             return ScriptedMoonshine._decode_clip(self, clip)
@@ -218,7 +223,8 @@ def _run_gated(backend, seconds, t, on_job):
         for ev in res.events:
             if isinstance(ev, TextDelta):
                 (finals if ev.final else partials).append((i * 0.1 + 0.1, ev.text))
-        running = running or backend.entered.acquire(blocking=False)
+        if not running and backend._worker.busy:  # a job was submitted: wait until it runs
+            running = backend.entered.acquire(timeout=30)  # (the niced thread may start late)
         if running and on_job(i):
             backend.release.release()
             assert backend._worker.wait_idle(30)
@@ -233,6 +239,9 @@ def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
     t = [0.0]
     backend = GatedMoonshine(lambda: t[0])
     line_end = 0.2 + LINE_S + HANGOVER_S  # the first line completes here (stream time)
+    recorded = []
+    record = backend.budget.record_optional
+    backend.budget.record_optional = lambda cost, audio_s: (recorded.append(audio_s), record(cost, audio_s))
     state, finals, partials = _run_gated(backend, 6.0, t, lambda i: (i + 1) * 0.1 > line_end + 1.0)
     try:
         assert finals, "no final while the partial was held"
@@ -241,6 +250,8 @@ def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
         assert " ".join(f for _, f in finals).split() == WORDS  # exact: the stale re-decode added nothing
         assert all(not text for at, text in partials if at > line_end + 1.0)
         assert backend.budget.parallel
+        # the thrown-away re-decode still cost CPU: the budget is told (not only of collected ones)
+        assert backend.clips and backend.clips[0] / 16000 in recorded
     finally:
         backend.release.release()
         backend.close()

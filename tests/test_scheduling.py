@@ -207,6 +207,28 @@ def test_agreement_commits_while_the_sentence_is_still_spoken():
     assert ag.committed == []  # reset for the next line
 
 
+def test_nothing_is_committed_from_the_first_seconds_of_a_line():
+    """Two early re-decodes that agree on a misreading ("That office" for "The office")
+    must not lock it in: below ``min_clip_s`` of decoded line a hypothesis is only kept for
+    the next comparison, and the first long-enough re-decode commits what it agrees on."""
+    ag = LineAgreement(holdback=1, min_clip_s=2.5)
+    assert ag.update("That office", 1.0) == ("", "That office")
+    assert ag.update("That office will be", 1.5) == ("", "That office will be")
+    assert ag.update("That office will be closed", 2.0) == ("", "That office will be closed")
+    assert ag.committed == []
+    # 2.5 s decoded: it now reads the first word right; only the agreed words after it wait
+    assert ag.update("The office will be closed on", 2.5) == ("", "The office will be closed on")
+    new, partial = ag.update("The office will be closed on Monday", 3.0)
+    assert (new, partial) == ("The office will be closed", "on Monday")
+    assert ag.finish("The office will be closed on Monday because of the holiday.") == (
+        "on Monday because of the holiday."
+    )
+    # without a clip length (a backend that cannot tell) the plain LocalAgreement-2 holds
+    ag = LineAgreement(holdback=1, min_clip_s=2.5)
+    ag.update("That office")
+    assert ag.update("That office will")[0] == "That"
+
+
 def _sizes(budget: DecodeBudget) -> tuple[int, int, int, int]:
     return len(budget._required), len(budget._optional), len(budget._asked), len(budget._last)
 

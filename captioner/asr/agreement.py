@@ -8,7 +8,9 @@ rewritten: when the line completes, only what comes after the committed words is
 
 Words are compared case- and punctuation-insensitively; the emitted text is the newest
 hypothesis' spelling. The last ``holdback`` words of a hypothesis are never committed (they
-may be cut off by the end of the audio decoded so far).
+may be cut off by the end of the audio decoded so far), and nothing is committed from a
+re-decode of less than ``min_clip_s`` seconds of the line when the caller gives the clip's
+length: see ``MIN_CLIP_S``.
 
 No Qt, no model: plain strings in, plain strings out.
 """
@@ -20,6 +22,17 @@ import re
 from dataclasses import dataclass, field
 
 _NORM = re.compile(r"[^\w']+", re.UNICODE)
+
+#: Shortest re-decoded clip (s of the open line) whose words may be committed. The default
+#: model reads the first words of a line unreliably from the first 1-2 s of it, and two
+#: re-decodes a few hundred ms apart share most of their audio, so they often agree on the
+#: same misreading ("That office" for "The office", "But we finish" for "Before we
+#: finish"); the final decode of the whole line then reads it right, too late. Measured by
+#: replaying the live re-decodes of the 20-minute benchmark meeting through each policy
+#: (``bench/agreement_policy.py``, ``bench/results/agreement_policy_20min.json``): WER
+#: against the one-pass decode +3.0 points with no minimum, +1.6 with 2.0 s, +0.7 with
+#: 2.5 s, +0.1 with 3.0 s; per-word final latency p50 1.9 / 2.2 / 2.5 / 2.8 s.
+MIN_CLIP_S = 2.5
 
 
 def norm_word(word: str) -> str:
@@ -36,22 +49,27 @@ class LineAgreement:
         previous: the words of the previous hypothesis (for the next comparison).
         holdback: words at the end of each hypothesis never committed (the end of the
             audio decoded so far may cut them).
+        min_clip_s: nothing is committed from a hypothesis of a clip shorter than this
+            (s), when :meth:`update` is told the clip's length.
     """
 
     committed: list[str] = field(default_factory=list)
     previous: list[str] = field(default_factory=list)
     holdback: int = 1
+    min_clip_s: float = MIN_CLIP_S
 
     def reset(self) -> None:
         """Forget the line (a new line starts)."""
         self.committed = []
         self.previous = []
 
-    def update(self, hypothesis: str) -> tuple[str, str]:
+    def update(self, hypothesis: str, clip_s: float | None = None) -> tuple[str, str]:
         """Take a new hypothesis of the whole open line.
 
         Args:
             hypothesis: the newest decode of the line from its start.
+            clip_s: seconds of the line that were decoded (None: unknown, no minimum);
+                below :attr:`min_clip_s` the hypothesis is only remembered.
 
         Returns:
             ``(newly_committed, partial)``: text that becomes final now ("" when nothing
@@ -64,6 +82,8 @@ class LineAgreement:
         self.previous = words
         agreed = 0
         limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either
+        if clip_s is not None and clip_s < self.min_clip_s:
+            limit = 0  # too little of the line yet to trust even an agreement
         while agreed < limit and norm_word(rest[agreed]) == norm_word(prev_rest[agreed]) and norm_word(rest[agreed]):
             agreed += 1
         new = rest[:agreed]

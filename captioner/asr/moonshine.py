@@ -12,11 +12,12 @@ found by its own VAD). A line is decoded once, when it completes, and its text i
 (followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
 it for a *partial* -- optional work, granted by the shared
 :class:`~captioner.engine.scheduler.DecodeBudget` only while there is headroom -- and the
-words two consecutive re-decodes agree on become final early (LocalAgreement); final text is
-never rewritten. Because of the re-decoding and the VAD, the block-size invariance of DESIGN
-section 1 holds only approximately for this backend. See :func:`tune_runtime` for the
-process-wide settings that make it keep up on 2 cores, and ``ROTATE_S`` for why the
-runtime's stream is replaced now and then.
+words two consecutive re-decodes agree on become final early (LocalAgreement, once at least
+``MIN_CLIP_S`` of the line was decoded); final text is never rewritten. Because of the
+re-decoding and the VAD, the block-size invariance of DESIGN section 1 holds only
+approximately for this backend. See :func:`tune_runtime` for the process-wide settings that
+make it keep up on 2 cores, and ``ROTATE_S`` for why the runtime's stream is replaced now
+and then.
 """
 
 from __future__ import annotations
@@ -56,8 +57,14 @@ ROTATE_S = 30.0
 #: with none a 1 s clip decoded as "Our next trainer to our next", with 0.2 s as "Our next
 #: training."; 0.6 s gave nothing for clips under ~1.5 s).
 PARTIAL_PAD_S = 0.2
-#: Words at the end of a partial re-decode that LocalAgreement never commits.
-HOLDBACK_WORDS = 1
+#: Words at the end of a partial re-decode that LocalAgreement never commits. None, as in
+#: whisper_streaming: two consecutive re-decodes (at least 0.3 s apart, usually 0.5-1 s at
+#: the clip lengths that may commit) agree on a last word only once it was whole in both;
+#: what protects the words is that nothing is committed from a re-decode of less than
+#: ``captioner.asr.agreement.MIN_CLIP_S`` of the line (replayed on the 20-minute meeting:
+#: WER +0.6 points over the one-pass decode with 0 or 1 held back; per-word p50 2.67 s
+#: with 0, 2.71 s with 1).
+HOLDBACK_WORDS = 0
 #: Audio kept per session (s): the open line plus margin (bounded; never the session).
 KEEP_S = MAX_LINE_S + 2.0
 #: Runtime options (``parse_transcriber_options`` in moonshine-ai/moonshine
@@ -79,7 +86,24 @@ MOONSHINE_OPTIONS = {
 #: 2-minute meeting ended 30-100 ms differently, and their text changed, e.g. "are there any"
 #: -> "I'll never any"). Without Silero a short clip is not dropped as "no speech" either.
 #: (The clip then never "completes" inside the runtime, hence ``decode_incomplete_lines``.)
-PARTIAL_OPTIONS = {**MOONSHINE_OPTIONS, "vad_threshold": "0", "decode_incomplete_lines": "true"}
+PARTIAL_OPTIONS = {
+    **MOONSHINE_OPTIONS,
+    "vad_threshold": "0",
+    "decode_incomplete_lines": "true",
+    "vad_max_segment_duration": "60",  # one clip, one segment: never split a line in two
+}
+#: Options of the runtime stream that segments the live audio into lines: its VAD only
+#: (``skip_transcription``: no model is loaded for it). Captioner decodes each completed
+#: line itself with the finals model (``PARTIAL_OPTIONS``: the line's audio as one segment,
+#: which is what the runtime's own line decode does), so that a re-decode of the open line
+#: that already covers the whole line can be its final (``COVER_SLACK_S``).
+SEGMENTER_OPTIONS = {**MOONSHINE_OPTIONS, "skip_transcription": "true"}
+#: A partial re-decode is the final text of its line when its clip reached within this many
+#: seconds of the line's end: the runtime's VAD ends a line only after its 0.5 s smoothing
+#: window (``vad_window_duration``) has mostly left the speech, so the last ~0.25 s of a
+#: line is silence, and the re-decode had ``PARTIAL_PAD_S`` of silence appended. Saves the
+#: line's final decode (about 0.3-1 s on 2 cores) and the wait for it.
+COVER_SLACK_S = 0.15
 #: Samples per engine step: 100 ms at 16 kHz. Moonshine keeps its own audio buffer, so
 #: the chunk only sets how often the engine hands it audio (latency granularity).
 CHUNK_SAMPLES = 1600
@@ -192,6 +216,8 @@ class _LineState:
         any_final: True once final text was emitted (later deltas start with a space).
         finished_ids: line ids of the current runtime stream already turned into finals.
         generation: how many times the runtime stream was replaced (line ids restart).
+        latest: ``(line id, generation, clip end s, text)`` of the open line's newest
+            re-decode (a candidate for its final text), or None.
         key: identity of the session for the budget and the partial worker.
     """
 
@@ -210,6 +236,7 @@ class _LineState:
     any_final: bool = False
     finished_ids: set = field(default_factory=set)
     generation: int = 0
+    latest: tuple | None = None
     key: object = field(default_factory=object)
 
 
@@ -268,11 +295,16 @@ class MoonshineBackend(Backend):
         if not path.is_dir():
             raise BackendError(f"Default model directory not found: {path}")
         self.tuning = tune_runtime()
+        self._partial_tr = None
         try:
+            self._segmenter = Transcriber(
+                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=SEGMENTER_OPTIONS
+            )
             self._transcriber = Transcriber(
-                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=MOONSHINE_OPTIONS
+                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=PARTIAL_OPTIONS
             )
         except Exception as exc:
+            self.close()
             raise BackendError(
                 f"Could not load the default model from {path} ({exc}). "
                 "The files may be corrupt: pip install --force-reinstall moonshine-cpp"
@@ -287,7 +319,8 @@ class MoonshineBackend(Backend):
         self.budget = budget
         self.partials = bool(partials)
         self._since_trim = 0
-        self._partial_tr = None
+        self.finals_reused = 0  # lines whose final text was a covering re-decode (counters)
+        self.finals_decoded = 0  # lines decoded at completion
         threaded = self.partials and usable_cpus() >= 2
         if self.partials:
             try:
@@ -306,7 +339,7 @@ class MoonshineBackend(Backend):
 
     # -- runtime calls -------------------------------------------------------------------------
     def _new_stream(self, state: _LineState | None = None) -> Any:
-        stream = self._transcriber.create_stream(UPDATE_INTERVAL_S)
+        stream = self._segmenter.create_stream(UPDATE_INTERVAL_S)
         if state is not None:
             stream.add_listener(state.events.append)
         stream.start()
@@ -319,7 +352,7 @@ class MoonshineBackend(Backend):
 
     def _add_audio(self, state: _LineState, audio: np.ndarray) -> None:
         """Hand ``[n] float32`` samples to the stream without a VAD pass."""
-        tr = self._transcriber
+        tr = self._segmenter
         arr = np.ascontiguousarray(audio, dtype=np.float32)
         err = tr._lib.moonshine_transcribe_add_audio_to_stream(
             tr._handle, state.stream._handle, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
@@ -331,8 +364,8 @@ class MoonshineBackend(Backend):
     def _decode_clip(self, audio: np.ndarray, transcriber: Any = None) -> str:
         """Decode ``[n] float32`` samples on their own (one pass); returns the text.
 
-        ``transcriber``: the loaded runtime to use (default: the engine thread's); each
-        thread uses its own.
+        ``transcriber``: the loaded runtime to use (default: the engine thread's, which
+        decodes the finals); each thread uses its own.
 
         Raises:
             BackendError: the runtime failed.
@@ -386,7 +419,8 @@ class MoonshineBackend(Backend):
                 if state.open_line is None or state.open_line[0] != line.line_id:
                     state.agreement.reset()
                 had = bool(state.agreement.committed)
-                rest = state.agreement.finish(collapse_repeats((line.text or "").strip()))
+                text = self._line_text(state, line.line_id, start, end)
+                rest = state.agreement.finish(collapse_repeats(text))
                 if rest:
                     out.append(self._final(state, rest, start, end))
                 if rest or had:
@@ -404,12 +438,45 @@ class MoonshineBackend(Backend):
         state.events.clear()
         return out
 
+    def _line_text(self, state: _LineState, line_id: int, start: float, end: float) -> str:
+        """The final text of the completed line ``[start, end]`` (session s).
+
+        A re-decode of this line whose clip reached within ``COVER_SLACK_S`` of its end is
+        the text (waiting for it when it is still running: it started before the line
+        ended, so it finishes sooner than a new decode would); otherwise the line's audio
+        is decoded now, on this thread.
+
+        Raises:
+            BackendError: the runtime failed.
+        """
+        key, covered = (line_id, state.generation), end - COVER_SLACK_S
+        if self.partials:
+            running = self._worker.current(state.key)
+            if running is not None and running.tag[:2] == key and running.tag[2] + running.tag[3] >= covered:
+                self._worker.wait_idle(max(1.0, 3.0 * self.budget.predicted_cost(running.tag[3])))
+            job = self._worker.poll(state.key)
+            if job is not None:  # a finished re-decode not collected yet
+                self.budget.record_optional(job.cost_s, len(job.clip) / self.sample_rate)
+                if job.error is None and job.tag[:2] == key:
+                    state.latest = (*key, job.tag[2] + job.tag[3], job.text or "")
+        latest, state.latest = state.latest, None
+        if latest is not None and latest[:2] == key and latest[2] >= covered:
+            self.finals_reused += 1
+            return latest[3].strip()
+        self.finals_decoded += 1
+        sr = self.sample_rate
+        i0 = max(0, int(round(start * sr)) - state.ring_start)
+        i1 = max(i0, int(round(end * sr)) - state.ring_start)
+        return self._decode_clip(state.ring[i0:i1]).strip() if i1 > i0 else ""
+
     def _partial(self, state: _LineState) -> list[Event]:
         """Collect a finished re-decode of the open line, and start the next one when the
         budget allows; LocalAgreement commits what two consecutive re-decodes agree on."""
         if not self.partials:
             return []
         out: list[Event] = []
+        for spent in self._worker.take_discarded():  # moot re-decodes cost CPU all the same
+            self.budget.record_optional(spent.cost_s, len(spent.clip) / self.sample_rate)
         job = self._worker.poll(state.key)
         if job is not None:
             out += self._apply_partial(state, job)
@@ -440,8 +507,9 @@ class MoonshineBackend(Backend):
         line_id, generation, line_start, clip_s, now_s = job.tag
         if state.open_line is None or state.open_line[0] != line_id or state.generation != generation:
             return []  # the line completed (its final came from the runtime) while this ran
+        state.latest = (line_id, generation, line_start + clip_s, job.text or "")
         text = collapse_repeats(job.text or "")
-        new, rest = state.agreement.update(text)
+        new, rest = state.agreement.update(text, clip_s)
         out: list[Event] = []
         if new:
             words = text.split()
@@ -518,7 +586,7 @@ class MoonshineBackend(Backend):
         worker = getattr(self, "_worker", None)
         if worker is not None:
             worker.close()
-        for attr in ("_partial_tr", "_transcriber"):
+        for attr in ("_partial_tr", "_transcriber", "_segmenter"):
             tr = getattr(self, attr, None)
             if tr is not None:
                 tr.close()

@@ -12,7 +12,8 @@ that when the CPU is short the engine thread's required work wins.
 
 One re-decode runs at a time (a second would only compete with the first); a session
 submits a job, keeps stepping, and collects the text on a later step with :meth:`poll`.
-A job whose line has closed meanwhile is simply not collected (:meth:`discard`).
+A job whose line has closed meanwhile is not collected (:meth:`discard`); what it cost is
+still handed back (:meth:`take_discarded`) so the budget sees all the CPU partials use.
 
 ``threaded=False`` runs each job inside :meth:`submit` (tests that need the exact,
 synchronous order of events, and machines with a single core).
@@ -80,6 +81,7 @@ class PartialWorker:
         self._pending: PartialJob | None = None  # waiting for the thread
         self._running: PartialJob | None = None
         self._done: dict[Hashable, PartialJob] = {}
+        self._spent: list[PartialJob] = []  # discarded after they ran: their cost still counts
         self._closed = False
         self._thread: threading.Thread | None = None
         if self.threaded:
@@ -112,10 +114,13 @@ class PartialWorker:
         with self._cond:
             return self._done.pop(key, None)
 
-    def in_flight(self, key: Hashable) -> bool:
-        """Session ``key`` has a job waiting or running."""
+    def current(self, key: Hashable) -> PartialJob | None:
+        """Session ``key``'s job that is waiting or running (not finished), or None."""
         with self._cond:
-            return any(j is not None and j.key == key for j in (self._pending, self._running))
+            for j in (self._pending, self._running):
+                if j is not None and j.key == key and not j.discarded:
+                    return j
+        return None
 
     def discard(self, key: Hashable) -> None:
         """Forget session ``key``'s jobs: a finished one, a waiting one, the result of a running one."""
@@ -126,6 +131,14 @@ class PartialWorker:
             if self._running is not None and self._running.key == key:
                 self._running.discarded = True
             self._cond.notify_all()
+
+    def take_discarded(self) -> list[PartialJob]:
+        """Jobs that ran to the end after :meth:`discard` (their ``cost_s`` was spent all the
+        same), each returned once; the caller reports their cost to its budget on its own
+        thread. Bounded: one job runs at a time, so at most one is added per decode."""
+        with self._cond:
+            spent, self._spent = self._spent, []
+        return spent
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no job is waiting or running (True) or ``timeout`` s passed (False)."""
@@ -165,6 +178,9 @@ class PartialWorker:
             self._run(job)
             with self._cond:
                 self._running = None
-                if not self._closed and not job.discarded:
+                if job.discarded:
+                    if len(self._spent) < 64:  # a caller that never collects cannot grow it
+                        self._spent.append(job)
+                elif not self._closed:
                     self._done[job.key] = job
                 self._cond.notify_all()

@@ -2,7 +2,8 @@
 
 Decoding is soundfile's. There is no thread: every :meth:`FileSource.read` first
 takes from the file the frames that are *due* by now (wall-clock time since
-:meth:`start` times ``speed`` times the file's rate, in blocks of ``block_s``),
+:meth:`start` times ``speed`` times the file's rate, in whole blocks of ``block_s``, as a
+device delivers them; the last block of the file may be shorter),
 pushes them through the same queue, downmix and streaming resampler as a device,
 and then reads like any source. With ``realtime=False`` each read takes the next
 ``fast_read_s`` seconds at once (as fast as the consumer goes).
@@ -94,8 +95,10 @@ class FileSource(AudioSource):
         else:
             due = int(self.fast_read_s * rate)
         block = max(1, int(self.block_s * rate))
+        if self.realtime:  # a device delivers whole blocks, never the few frames due so far
+            due -= due % block
         while due > 0:
-            data = f.read(min(due, block), dtype="float32", always_2d=True)
+            data = f.read(due, dtype="float32", always_2d=True)  # one read, pushed block by block
             if len(data) == 0:
                 self.finished = True
                 if self.wakeup is not None:
@@ -103,7 +106,8 @@ class FileSource(AudioSource):
                 break
             self._frames_read += len(data)
             due -= len(data)
-            self._push(data)
+            for i in range(0, len(data), block):
+                self._push(data[i : i + block])
 
     def read(self, flush: bool = False) -> AudioBlock | None:
         """Queue the frames due by now, then read as :meth:`AudioSource.read` does."""
