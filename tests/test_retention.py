@@ -167,6 +167,33 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     assert state.offset_s > hours * 3600 - ms.ROTATE_S - 2 * (LINE_S + PAUSE_S)
 
 
+def _finals_of(backend, seconds, t):
+    state, finals = None, []
+    for i in range(int(seconds / 0.1)):
+        t[0] += 0.1
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
+        state = res.state
+        finals += [ev.text for ev in res.events if isinstance(ev, TextDelta) and ev.final]
+    return finals
+
+
+def test_a_re_decode_that_covered_the_whole_line_is_its_final_and_none_is_decoded_again():
+    """The line's final text is the newest re-decode when that reached the line's end (the VAD
+    ends a line ~0.5 s after its speech); otherwise the line is decoded once when it ends."""
+    t = [0.0]
+    backend = ScriptedMoonshine(lambda: t[0])
+    finals = _finals_of(backend, 2 * (LINE_S + PAUSE_S), t)
+    assert " ".join(f.strip() for f in finals).split() == WORDS * 2  # exact, in order, once
+    assert backend.finals_reused == 2 and backend.finals_decoded == 0
+    # without partials nothing covers a line: each is decoded exactly once, when it ends
+    t = [0.0]
+    quiet = ScriptedMoonshine(lambda: t[0])
+    quiet.partials = False
+    finals = _finals_of(quiet, 2 * (LINE_S + PAUSE_S), t)
+    assert " ".join(f.strip() for f in finals).split() == WORDS * 2
+    assert (quiet.finals_reused, quiet.finals_decoded) == (0, 2) and len(quiet.decoded) == 2
+
+
 def test_partial_after_committed_words_starts_with_a_space():
     """Seen in the overlay: committed "Good morning," + partial "have a minute" was drawn as
     "Good morning,have a minute". A partial follows final text after a space, as finals do."""

@@ -30,8 +30,8 @@ _NORM = re.compile(r"[^\w']+", re.UNICODE)
 #: finish"); the final decode of the whole line then reads it right, too late. Measured by
 #: replaying the live re-decodes of the 20-minute benchmark meeting through each policy
 #: (``bench/agreement_policy.py``, ``bench/results/agreement_policy_20min.json``): WER
-#: against the one-pass decode +3.0 points with no minimum, +1.6 with 2.0 s, +0.7 with
-#: 2.5 s, +0.1 with 3.0 s; per-word final latency p50 1.9 / 2.2 / 2.5 / 2.8 s.
+#: against the one-pass decode +3.0 points with no minimum, +1.8 with 2.0 s, +0.9 with
+#: 2.5 s, +0.2 with 3.0 s; estimated per-word final latency p50 1.9 / 2.3 / 2.5 / 2.8 s.
 MIN_CLIP_S = 2.5
 
 

