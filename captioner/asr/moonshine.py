@@ -10,15 +10,15 @@ on the engine thread, plus about 0.5 for the partial re-decodes on their own thr
 The runtime's stream segments the audio into *lines* (stretches of speech between pauses
 found by its own VAD; ``SEGMENTER_OPTIONS``). Captioner decodes a line once, when it
 completes (or takes a re-decode of the open line that already covered all of it,
-``COVER_SLACK_S``), and its text is *final* (followed by ``TurnBoundary(kind="line")``). While a line is open, captioner may re-decode
-it for a *partial* -- optional work, granted by the shared
-:class:`~captioner.engine.scheduler.DecodeBudget` only while there is headroom -- and the
-words two consecutive re-decodes agree on become final early (LocalAgreement, once at least
-``MIN_CLIP_S`` of the line was decoded); final text is never rewritten. Because of the
-re-decoding and the VAD, the block-size invariance of DESIGN section 1 holds only
-approximately for this backend. The runtime's options and process-wide settings are in
-:mod:`captioner.asr.moonshine_runtime`; ``ROTATE_S`` says why its stream is replaced now
-and then.
+``COVER_SLACK_S``), and its text is *final* (followed by ``TurnBoundary(kind="line")``).
+While a line is open, captioner may re-decode it for a *partial* -- optional work, granted
+by the shared :class:`~captioner.engine.scheduler.DecodeBudget` only while there is
+headroom -- and the words two consecutive re-decodes agree on become final early
+(LocalAgreement, once at least ``MIN_CLIP_S`` of the line was decoded); final text is never
+rewritten. Because of the re-decoding and the VAD, the block-size invariance of DESIGN
+section 1 holds only approximately for this backend. The runtime's options and process-wide
+settings are in :mod:`captioner.asr.moonshine_runtime`; ``ROTATE_S`` says why its stream is
+replaced now and then.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from captioner.asr.agreement import LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.moonshine_runtime import (
+    CLIP_OPTIONS,
     MAX_LINE_S,
-    PARTIAL_OPTIONS,
     SEGMENTER_OPTIONS,
     UPDATE_INTERVAL_S,
     add_audio,
@@ -129,14 +129,14 @@ class MoonshineBackend(Backend):
     """Moonshine base-en as a :class:`~captioner.asr.base.Backend`.
 
     Lines come from the runtime's streaming VAD; a line is decoded once, when it completes
-    (pause or ``MAX_LINE_S``), unless a re-decode already covered it. Partials are optional work: the open line is
-    re-decoded by captioner only when :attr:`budget` grants it (never while the engine
-    is behind), and the words two consecutive re-decodes agree on are committed as final
+    (pause or ``MAX_LINE_S``), unless a re-decode already covered it. Partials are optional
+    work: the open line is re-decoded by captioner only when :attr:`budget` grants it (never
+    while the engine is behind), and the words two consecutive re-decodes agree on are committed as final
     text early (:class:`~captioner.asr.agreement.LineAgreement`), never rewritten. With
     two or more CPUs the re-decodes run on their own thread
     (:class:`~captioner.asr.partial_worker.PartialWorker`), so a final never waits behind
     a partial. They always use a second loaded model (about 70 MB more memory) that does
-    not touch the runtime's process-wide VAD (see ``PARTIAL_OPTIONS``).
+    not touch the runtime's process-wide VAD (see ``CLIP_OPTIONS``).
 
     Args:
         model_dir: directory with ``encoder_model.ort``, ``decoder_model_merged.ort`` and
@@ -186,7 +186,7 @@ class MoonshineBackend(Backend):
                 str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=SEGMENTER_OPTIONS
             )
             self._transcriber = Transcriber(
-                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=PARTIAL_OPTIONS
+                str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=CLIP_OPTIONS
             )
         except Exception as exc:
             self.close()
@@ -210,7 +210,7 @@ class MoonshineBackend(Backend):
         if self.partials:
             try:
                 self._partial_tr = Transcriber(
-                    str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=PARTIAL_OPTIONS
+                    str(path), ModelArch.BASE, update_interval=UPDATE_INTERVAL_S, options=CLIP_OPTIONS
                 )
             except Exception as exc:
                 self.close()
@@ -304,6 +304,10 @@ class MoonshineBackend(Backend):
         state.events.clear()
         return out
 
+    def _record_optional(self, job: PartialJob) -> None:
+        """Tell the budget what a finished re-decode cost (collected, reused or thrown away)."""
+        self.budget.record_optional(job.cost_s, len(job.clip) / self.sample_rate)
+
     def _line_text(self, state: _LineState, line_id: int, start: float, end: float) -> str:
         """The final text of the completed line ``[start, end]`` (session s).
 
@@ -322,7 +326,7 @@ class MoonshineBackend(Backend):
                 self._worker.wait_idle(max(1.0, 3.0 * self.budget.predicted_cost(running.tag[3])))
             job = self._worker.poll(state.key)
             if job is not None:  # a finished re-decode not collected yet
-                self.budget.record_optional(job.cost_s, len(job.clip) / self.sample_rate)
+                self._record_optional(job)
                 if job.error is None and job.tag[:2] == key:
                     state.latest = (*key, job.tag[2] + job.tag[3], job.text or "")
         latest, state.latest = state.latest, None
@@ -342,7 +346,7 @@ class MoonshineBackend(Backend):
             return []
         out: list[Event] = []
         for spent in self._worker.take_discarded():  # moot re-decodes cost CPU all the same
-            self.budget.record_optional(spent.cost_s, len(spent.clip) / self.sample_rate)
+            self._record_optional(spent)
         job = self._worker.poll(state.key)
         if job is not None:
             out += self._apply_partial(state, job)
@@ -369,10 +373,10 @@ class MoonshineBackend(Backend):
             if isinstance(job.error, BackendError):
                 raise job.error
             raise BackendError(f"default model failed on a partial ({job.error})") from job.error
-        self.budget.record_optional(job.cost_s, len(job.clip) / self.sample_rate)
+        self._record_optional(job)
         line_id, generation, line_start, clip_s, now_s = job.tag
         if state.open_line is None or state.open_line[0] != line_id or state.generation != generation:
-            return []  # the line completed (its final came from the runtime) while this ran
+            return []  # the line completed (and got its final text) while this ran
         state.latest = (line_id, generation, line_start + clip_s, job.text or "")
         text = collapse_repeats(job.text or "")
         new, rest = state.agreement.update(text, clip_s)

@@ -25,26 +25,28 @@ UPDATE_INTERVAL_S = 0.2
 #: Longest open line (s): the VAD closes a line after this long even mid-speech, which
 #: bounds both a partial re-decode and the delay of a final (runtime default: 15 s).
 MAX_LINE_S = 8.0
-#: Runtime options (``parse_transcriber_options`` in moonshine-ai/moonshine
-#: ``core/moonshine-c-api.cpp``). Speaker diarization off (captioner labels text by
-#: *source*; it cost about a third of the decode time); open lines are not re-decoded by
-#: the runtime on every pass -- captioner decodes them itself, only as often as the
-#: :class:`~captioner.engine.scheduler.DecodeBudget` allows.
+#: Runtime options shared by both kinds of transcriber below (``parse_transcriber_options``
+#: in moonshine-ai/moonshine ``core/moonshine-c-api.cpp``). Speaker diarization off
+#: (captioner labels text by *source*; it cost about a third of the decode time); open lines
+#: are not re-decoded by the runtime on every pass -- captioner decodes them itself, only as
+#: often as the :class:`~captioner.engine.scheduler.DecodeBudget` allows.
 MOONSHINE_OPTIONS = {
     "identify_speakers": "false",
     "decode_incomplete_lines": "false",
     "transcription_interval": str(UPDATE_INTERVAL_S),
     "vad_max_segment_duration": str(MAX_LINE_S),
 }
-#: Options of the second loaded model that decodes partials. ``vad_threshold=0`` makes its
-#: VAD take the whole clip as speech without running Silero: the runtime keeps ONE Silero
-#: VAD, with its recurrent state, for the whole process (``VoiceActivityDetector::silero_vad``
-#: in moonshine-ai/moonshine ``core/voice-activity-detector.cpp``), so every partial decoded
-#: through it shifted the live stream's line boundaries (measured: 6 of 21 lines of the
-#: 2-minute meeting ended 30-100 ms differently, and their text changed, e.g. "are there any"
-#: -> "I'll never any"). Without Silero a short clip is not dropped as "no speech" either.
-#: (The clip then never "completes" inside the runtime, hence ``decode_incomplete_lines``.)
-PARTIAL_OPTIONS = {
+#: Options of the two loaded models that decode a clip as one segment: the finals (a
+#: completed line's audio, on the engine thread) and the partials (the open line, on the
+#: partial thread). ``vad_threshold=0`` makes their VAD take the whole clip as speech without
+#: running Silero: the runtime keeps ONE Silero VAD, with its recurrent state, for the whole
+#: process (``VoiceActivityDetector::silero_vad`` in moonshine-ai/moonshine
+#: ``core/voice-activity-detector.cpp``), so every partial decoded through it shifted the
+#: live stream's line boundaries (measured: 6 of 21 lines of the 2-minute meeting ended
+#: 30-100 ms differently, and their text changed, e.g. "are there any" -> "I'll never any").
+#: Without Silero a short clip is not dropped as "no speech" either. (The clip then never
+#: "completes" inside the runtime, hence ``decode_incomplete_lines``.)
+CLIP_OPTIONS = {
     **MOONSHINE_OPTIONS,
     "vad_threshold": "0",
     "decode_incomplete_lines": "true",
@@ -52,10 +54,12 @@ PARTIAL_OPTIONS = {
 }
 #: Options of the runtime stream that segments the live audio into lines: its VAD only
 #: (``skip_transcription``: no model is loaded for it). Captioner decodes each completed
-#: line itself with the finals model (``PARTIAL_OPTIONS``: the line's audio as one segment,
+#: line itself with the finals model (``CLIP_OPTIONS``: the line's audio as one segment,
 #: which is what the runtime's own line decode does), so that a re-decode of the open line
-#: that already covers the whole line can be its final (``COVER_SLACK_S``).
+#: that already covers the whole line can be its final (``COVER_SLACK_S`` in
+#: :mod:`captioner.asr.moonshine`).
 SEGMENTER_OPTIONS = {**MOONSHINE_OPTIONS, "skip_transcription": "true"}
+
 
 def tune_runtime() -> dict:
     """Process-wide settings that make the runtime keep up on a small CPU; call before loading.
