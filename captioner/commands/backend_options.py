@@ -99,8 +99,27 @@ def output_format(args: argparse.Namespace) -> str:
     return args.format or (format_from_path(args.output) if args.output else "") or "txt"
 
 
-def deliver_transcript(transcript, output: str | None, fmt: str) -> str | None:
+def add_mask_argument(p: argparse.ArgumentParser) -> None:
+    """``--mask-profanity`` (see :mod:`captioner.transcript.profanity`)."""
+    p.add_argument("--mask-profanity", action="store_true",
+                   help='mask offensive words ("f***") in the printed text and the written transcript; the '
+                        "autosave journal keeps what the model wrote")
+
+
+def text_mask(args: argparse.Namespace):
+    """The profanity filter asked for with ``--mask-profanity``, or None."""
+    if not getattr(args, "mask_profanity", False):
+        return None
+    from captioner.transcript.profanity import ProfanityFilter
+
+    return ProfanityFilter()
+
+
+def deliver_transcript(transcript, output: str | None, fmt: str, mask=None) -> str | None:
     """Write ``transcript`` to ``output`` (or standard output when None) as ``fmt``.
+
+    Args:
+        mask: text mask for every segment (``--mask-profanity``), or None.
 
     Returns:
         None on success, else the error message (names the file, the cause and the journal).
@@ -108,11 +127,11 @@ def deliver_transcript(transcript, output: str | None, fmt: str) -> str | None:
     from captioner.transcript.writers import TranscriptWriteError, format_transcript, write_transcript
 
     if not output:
-        sys.stdout.write(format_transcript(transcript, fmt))
+        sys.stdout.write(format_transcript(transcript, fmt, mask=mask))
         sys.stdout.flush()
         return None
     try:
-        write_transcript(transcript, output, fmt)
+        write_transcript(transcript, output, fmt, mask=mask)
     except TranscriptWriteError as exc:
         return f"{exc} Journal: {transcript.metadata.get('journal', 'not available')}"
     return None

@@ -29,9 +29,11 @@ from captioner.asr.base import BackendError
 from captioner.asr.geometry import GeometryError
 from captioner.commands.backend_options import (
     add_backend_arguments,
+    add_mask_argument,
     check_backend_arguments,
     check_output_path,
     open_backend,
+    text_mask,
     turn_settings,
 )
 from captioner.events import Event, Notice, TextDelta
@@ -69,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--journal-dir", default=None, metavar="DIR",
                    help="folder of the autosave journal (default: the user data folder, see README)")
     p.add_argument("--no-partials", action="store_true", help="print final text only")
+    add_mask_argument(p)
     return p
 
 
@@ -80,6 +83,7 @@ class _Collector:
     err: TextIO
     live: LiveTranscript
     partials: bool = True
+    mask: Any = None  # text mask for what is printed (--mask-profanity), or None
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
     _partial_shown: bool = False
@@ -101,7 +105,7 @@ class _Collector:
                 self._clear_partial()
                 if ev.text:
                     width = shutil.get_terminal_size((80, 24)).columns - 1
-                    line = f"[{ev.source}] {ev.text}"
+                    line = f"[{ev.source}] {self._shown(ev.text)}"
                     self.out.write(line if len(line) <= width else line[: width - 3] + "...")
                     self.out.flush()
                     self._partial_shown = True
@@ -109,7 +113,10 @@ class _Collector:
         if not ev.text.strip():
             return
         self._clear_partial()
-        print(f"[{ev.source}] {ev.text.strip()}", file=self.out, flush=True)
+        print(f"[{ev.source}] {self._shown(ev.text.strip())}", file=self.out, flush=True)
+
+    def _shown(self, text: str) -> str:
+        return text if self.mask is None else self.mask(text)
 
     def _notice(self, notice: Notice | None) -> None:
         if notice is not None:
@@ -220,7 +227,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     transcript, notice = LiveTranscript.start(
         args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
     )
-    collector = _Collector(out, err, transcript, partials=not args.no_partials)
+    mask = text_mask(args)
+    collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
     collector._notice(notice)
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
@@ -259,12 +267,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print(f"captioner: nothing was captioned, so {args.output} was not written", file=err)
     elif args.output:
         try:
-            write_transcript(result, args.output, fmt)
+            write_transcript(result, args.output, fmt, mask=mask)
         except TranscriptWriteError as exc:
             print(f"captioner: error: {exc}", file=err)
             return 1
         n = len(result.segments)
         print(f"transcript written to {args.output} ({n} segment{'' if n == 1 else 's'}, {fmt})", file=err)
     elif args.format:
-        out.write(format_transcript(result, fmt))
+        out.write(format_transcript(result, fmt, mask=mask))
     return 1 if collector.failures else 0

@@ -23,7 +23,13 @@ import sys
 from pathlib import Path
 
 from captioner import paths
-from captioner.commands.backend_options import check_output_path, deliver_transcript, output_format
+from captioner.commands.backend_options import (
+    add_mask_argument,
+    check_output_path,
+    deliver_transcript,
+    output_format,
+    text_mask,
+)
 from captioner.transcript.journal import (
     JournalError,
     describe_unfinished,
@@ -46,6 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("-o", "--output", help="write the transcript here (format from the suffix) instead of standard output")
     p.add_argument("--format", choices=FORMATS, default=None, help="output format (default: from -o's suffix, else txt)")
     p.add_argument("--keep", action="store_true", help="do not mark the journal recovered after saving it")
+    add_mask_argument(p)
     p.add_argument("--json", action="store_true", help="list as JSON")
     return p
 
@@ -114,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     except JournalError as exc:
         _error(str(exc))
         return 1
-    problem = deliver_transcript(transcript, args.output, fmt)
+    problem = deliver_transcript(transcript, args.output, fmt, mask=text_mask(args))
     if problem:
         _error(problem)
         return 1

@@ -27,11 +27,13 @@ from captioner.asr.geometry import GeometryError
 from captioner.audio.fileio import AudioFileError, load_audio
 from captioner.commands.backend_options import (
     add_backend_arguments,
+    add_mask_argument,
     check_backend_arguments,
     check_output_path,
     deliver_transcript,
     output_format,
     open_backend,
+    text_mask,
     turn_settings,
 )
 from captioner.engine.session import StreamingSession
@@ -56,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="write the transcript here instead of standard output")
     p.add_argument("--realtime", action="store_true", help="pace the audio in real time, like a live source")
     p.add_argument("--label", default=None, help="source label in the transcript (default: the file name)")
+    add_mask_argument(p)
 
 
 class _Progress:
@@ -187,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     transcript = live.transcript
     if not transcript.segments:
         print("captioner: no speech was recognised in this file", file=sys.stderr)
-    problem = deliver_transcript(transcript, args.output, fmt)
+    problem = deliver_transcript(transcript, args.output, fmt, mask=text_mask(args))
     if problem:
         _error(problem)
         return 1

@@ -11,6 +11,11 @@ increasing, ``start < end`` (see ``cues.make_cues``). SRT is composed by the ``s
 library (``HH:MM:SS,mmm``), WebVTT by ``webvtt-py`` (``WEBVTT`` header,
 ``HH:MM:SS.mmm``); in WebVTT cue text ``&``, ``<`` and ``>`` are escaped as the
 WebVTT spec requires (so ``-->`` can never appear in a cue's text).
+
+Every formatter takes ``mask``: a length-preserving ``str -> str`` applied to each
+segment's text before anything else (the profanity filter,
+:class:`captioner.transcript.profanity.ProfanityFilter`). The transcript itself (and the
+journal behind it) keeps what the model wrote, so each save can choose again.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ import secrets
 import stat
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Iterable
+from dataclasses import replace
+from typing import Any, Callable, Iterable
 
 import srt
 import webvtt
@@ -35,6 +41,8 @@ from captioner.transcript.model import Segment, Transcript
 FORMATS = ("txt", "srt", "vtt", "json")
 JSON_FORMAT_NAME = "captioner-transcript"
 JSON_VERSION = 1
+#: A text mask: ``str -> str`` of the same length (e.g. a ``ProfanityFilter``), or None.
+Mask = Callable[[str], str] | None
 
 
 class TranscriptWriteError(RuntimeError):
@@ -51,9 +59,10 @@ class TranscriptWriteError(RuntimeError):
         self.errno = err
 
 
-def _segments(transcript: Transcript | Iterable[Segment]) -> list[Segment]:
+def _segments(transcript: Transcript | Iterable[Segment], mask: Mask = None) -> list[Segment]:
     segs = transcript.segments if isinstance(transcript, Transcript) else list(transcript)
-    return sorted((s for s in segs if s.text.strip()), key=lambda s: s.start)
+    segs = sorted((s for s in segs if s.text.strip()), key=lambda s: s.start)
+    return segs if mask is None else [replace(s, text=mask(s.text)) for s in segs]
 
 
 def _hms(seconds: float) -> str:
@@ -62,7 +71,8 @@ def _hms(seconds: float) -> str:
 
 
 def format_txt(
-    transcript: Transcript | Iterable[Segment], *, timestamps: bool = True, label_sources: bool | None = None
+    transcript: Transcript | Iterable[Segment], *, timestamps: bool = True, label_sources: bool | None = None,
+    mask: Mask = None,
 ) -> str:
     """Plain text, one line per segment: ``[HH:MM:SS] Source: text``.
 
@@ -70,11 +80,12 @@ def format_txt(
         transcript: a ``Transcript`` or segments.
         timestamps: prefix each line with its start (stream time, whole seconds).
         label_sources: prefix the source label; default: only with several sources.
+        mask: applied to each segment's text (see the module docstring).
 
     Returns:
         The text, ending with ``"\\n"`` ("" when there is no text).
     """
-    segs = _segments(transcript)
+    segs = _segments(transcript, mask)
     if label_sources is None:
         label_sources = len({s.source for s in segs}) > 1
     lines = []
@@ -86,14 +97,15 @@ def format_txt(
     return "".join(line + "\n" for line in lines)
 
 
-def format_srt(transcript: Transcript | Iterable[Segment], **cue_options: Any) -> str:
+def format_srt(transcript: Transcript | Iterable[Segment], *, mask: Mask = None, **cue_options: Any) -> str:
     """SubRip text composed by ``srt.compose``: numbered cues, ``HH:MM:SS,mmm --> HH:MM:SS,mmm``.
 
     Args:
         transcript: a ``Transcript`` or segments.
+        mask: applied to each segment's text (see the module docstring).
         **cue_options: passed to ``cues.make_cues`` (label_sources, max_lines, ...).
     """
-    cues = make_cues(_segments(transcript), **cue_options)
+    cues = make_cues(_segments(transcript, mask), **cue_options)
     subtitles = [
         srt.Subtitle(
             index=i,
@@ -117,14 +129,15 @@ def _vtt_time(ms: int) -> str:
     return f"{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}"
 
 
-def format_vtt(transcript: Transcript | Iterable[Segment], **cue_options: Any) -> str:
+def format_vtt(transcript: Transcript | Iterable[Segment], *, mask: Mask = None, **cue_options: Any) -> str:
     """WebVTT text composed by ``webvtt-py``: ``WEBVTT`` header, ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` cues.
 
     Args:
         transcript: a ``Transcript`` or segments.
+        mask: applied to each segment's text (see the module docstring).
         **cue_options: passed to ``cues.make_cues``.
     """
-    cues: list[Cue] = make_cues(_segments(transcript), **cue_options)
+    cues: list[Cue] = make_cues(_segments(transcript, mask), **cue_options)
     captions = [
         webvtt.Caption(start=_vtt_time(c.start_ms), end=_vtt_time(c.end_ms), text=[_vtt_text(x) for x in c.lines])
         for c in cues
@@ -132,15 +145,16 @@ def format_vtt(transcript: Transcript | Iterable[Segment], **cue_options: Any) -
     return webvtt.WebVTT(captions=captions).content
 
 
-def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | None = 2) -> str:
+def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | None = 2, mask: Mask = None) -> str:
     """JSON document: ``{"format", "version", "metadata", "sources", "segments": [...]}``.
 
     Each segment is ``{"source", "start", "end" (s, stream time), "text" (stripped),
     "turn_end", "boundary"}``; ``"turns"`` lists every turn boundary as ``{"source", "time"
     (s), "kind", "probability"}`` (semantic-VAD end-of-turn probability, 1.0 when the
-    backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped.
+    backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped. ``mask`` is
+    applied to each segment's text; a masked file says so (``metadata["masked"]`` true).
     """
-    segs = _segments(transcript)
+    segs = _segments(transcript, mask)
     metadata: dict[str, Any] = {}
     turns: list[dict[str, Any]] = []
     if isinstance(transcript, Transcript):
@@ -150,6 +164,8 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
             for t in transcript.turns
         ]
     metadata.setdefault("app", f"captioner {__version__}")
+    if mask is not None:
+        metadata["masked"] = True
     doc = {
         "format": JSON_FORMAT_NAME,
         "version": JSON_VERSION,

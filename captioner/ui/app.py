@@ -94,6 +94,7 @@ class CaptionerApp:
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.applied.connect(self.overlay.apply_settings)
         dialog.applied.connect(self.window.apply_shortcuts)
+        dialog.applied.connect(self.window.apply_text_mask)
         dialog.applied.connect(lambda: self.window.click_through_action.setChecked(self.overlay.click_through))
         dialog.open()
 

@@ -20,6 +20,10 @@ rewriting themselves"):
   (speaking beats pause beats turn over beats idle).
 * Only the newest lines are kept (``history`` closed lines plus every open line);
   the view shows as many of them as fit its line limit.
+* With a ``mask`` (the profanity filter), ``final`` and ``partial`` hold the masked text
+  the views draw; the model keeps what the backend wrote (``raw_final``/``raw_partial``)
+  and masks final + partial together, so a word split across deltas, or across the
+  final/partial border, is still found. The mask keeps the length, so offsets agree.
 
 Nothing here imports Qt, so the rules are unit-tested with plain events.
 """
@@ -51,6 +55,8 @@ class CaptionLine:
         trimmed: characters of the line's head (label included) dropped by
             :meth:`CaptionModel.trim_front`; the label is hidden once > 0.
         serial: increasing id, so views can tell lines apart.
+        raw_final, raw_partial: ``final``/``partial`` as the backend wrote them (the same
+            unless the model has a mask).
     """
 
     source: str
@@ -62,6 +68,8 @@ class CaptionLine:
     closed: bool = False
     trimmed: int = 0
     serial: int = 0
+    raw_final: str = ""
+    raw_partial: str = ""
 
     @property
     def shown_label(self) -> str:
@@ -88,6 +96,8 @@ class CaptionModel:
             every line takes at least one visual line, so older ones can never show.
         show_labels: prefix each new line with ``"<source>: "`` when the source has a label.
         on_close: called with each line when a turn boundary closes it.
+        mask: length-preserving ``str -> str`` applied to what is shown (the profanity
+            filter), or None; change it with :meth:`set_mask`.
 
     Attributes:
         lines: kept lines, oldest first.
@@ -97,6 +107,7 @@ class CaptionModel:
     history: int = 2
     show_labels: bool = True
     on_close: Callable[[CaptionLine], None] | None = None
+    mask: Callable[[str], str] | None = None
     lines: list[CaptionLine] = field(default_factory=list)
     revision: int = 0
     activity: dict[str, VoiceActivity] = field(default_factory=dict)
@@ -144,6 +155,14 @@ class CaptionModel:
                 best = cand
         return best
 
+    def set_mask(self, mask: Callable[[str], str] | None) -> None:
+        """Mask what is shown with ``mask`` from now on (None: show the raw text); every
+        kept line is shown again."""
+        self.mask = mask
+        for line in self.lines:
+            self._show(line)
+        self.revision += 1
+
     def set_history(self, history: int) -> None:
         """Keep at most ``history`` closed lines (>= 1)."""
         self.history = max(1, int(history))
@@ -160,7 +179,8 @@ class CaptionModel:
     def close_all(self) -> None:
         """Close every open line (the run stopped); partial tails are dropped."""
         for line in list(self._open.values()):
-            line.partial = ""
+            line.raw_partial = ""
+            self._show(line)
             self._close(line)
         self.activity.clear()
         self._prune()
@@ -185,11 +205,24 @@ class CaptionModel:
         head = len(line.shown_label)
         if chars < max(head, 1) or chars > head + len(line.final):
             return
-        line.final = line.final[chars - head :]
+        line.raw_final = line.raw_final[chars - head :]
         line.trimmed += chars
+        self._show(line)
         self.revision += 1
 
     # -- internals -----------------------------------------------------------------------------
+    def _show(self, line: CaptionLine) -> None:
+        """Set what ``line`` shows from its raw text (masked when there is a mask)."""
+        if self.mask is None:
+            line.final, line.partial = line.raw_final, line.raw_partial
+            return
+        shown = self.mask(line.raw_final + line.raw_partial)
+        if len(shown) != len(line.raw_final) + len(line.raw_partial):  # not length-preserving: mask apart
+            line.final, line.partial = self.mask(line.raw_final), self.mask(line.raw_partial)
+            return
+        cut = len(line.raw_final)
+        line.final, line.partial = shown[:cut], shown[cut:]
+
     def _new_line(self, source: str, start: float) -> CaptionLine:
         self._serial += 1
         label = f"{source}: " if self.show_labels and source else ""
@@ -202,15 +235,17 @@ class CaptionModel:
         line = self._open.get(ev.source)
         if ev.final:
             if not ev.text:
-                if line is not None and line.partial:
-                    line.partial = ""
+                if line is not None and line.raw_partial:
+                    line.raw_partial = ""
+                    self._show(line)
                     return True
                 return False
             if line is None:
                 line = self._new_line(ev.source, ev.start)
-            text = ev.text.lstrip() if not line.final else ev.text
-            line.final += text
-            line.partial = ""
+            text = ev.text.lstrip() if not line.raw_final else ev.text
+            line.raw_final += text
+            line.raw_partial = ""
+            self._show(line)
             line.end = max(line.end, ev.end)
             if line.start is None:
                 line.start = ev.start
@@ -223,24 +258,27 @@ class CaptionModel:
             if not ev.text.strip():
                 return False
             line = self._new_line(ev.source, ev.start)
-        new = ev.text.lstrip() if not line.final else ev.text
-        if new == line.partial:
+        new = ev.text.lstrip() if not line.raw_final else ev.text
+        if new == line.raw_partial:
             return False
-        line.partial = new
+        line.raw_partial = new
+        self._show(line)
         line.end = max(line.end, ev.end)
         self._drop_if_empty(line)
         return True
 
     def _turn(self, source: str) -> bool:
         line = self._open.get(source)
-        if line is None or not line.final:
+        if line is None or not line.raw_final:
             return False  # nothing committed yet: the boundary closes nothing
-        leftover = line.partial
-        line.partial = ""
+        leftover = line.raw_partial
+        line.raw_partial = ""
+        self._show(line)
         self._close(line)
         if leftover.strip():
             nxt = self._new_line(source, line.end)
-            nxt.partial = leftover.lstrip()
+            nxt.raw_partial = leftover.lstrip()
+            self._show(nxt)
         return True
 
     def _close(self, line: CaptionLine) -> None:

@@ -40,7 +40,7 @@ from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
 from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
-from captioner.ui.settings import Keys, Settings, turn_backend_options, turn_settings
+from captioner.ui.settings import Keys, Settings, profanity_filter, turn_backend_options, turn_settings
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
 from captioner.ui.unsaved_dialog import ask_unsaved
@@ -236,6 +236,7 @@ class MainWindow(QMainWindow):
         self.overlay_action.setChecked(s.get(Keys.OVERLAY_VISIBLE))
         self.click_through_action.setChecked(self.overlay.click_through)
         self.apply_shortcuts()
+        self.apply_text_mask()
         geom = s.get(Keys.MAIN_WINDOW_GEOMETRY)
         if geom:
             try:
@@ -267,6 +268,16 @@ class MainWindow(QMainWindow):
             self.messages.show_message(
                 f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
                 "Choose other keys in File > Settings….", "warning", "shortcuts")
+
+    def apply_text_mask(self) -> None:
+        """(Re)apply the profanity filter setting: the overlay, the transcript pane, Save as… and
+        autosave mask from now on; the journal always keeps what the model wrote."""
+        mask = profanity_filter(self.settings)
+        self.overlay.model.set_mask(mask)
+        self.overlay.update()
+        self.transcript_view.set_mask(mask)
+        self.session.mask = mask
+        self.recorder.mask = mask
 
     def save_settings(self) -> None:
         """Store the current choices."""

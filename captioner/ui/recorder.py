@@ -65,6 +65,8 @@ class TranscriptRecorder(QObject):
         self._timer.setInterval(self.AUTOSAVE_MS)
         self._timer.timeout.connect(self.write_autosave)
         self._autosave_failed = False
+        #: text mask for the files written (the profanity filter), or None; the journal stays raw
+        self.mask = None
 
     # -- a run -----------------------------------------------------------------------------------
     def begin(self, backend: str, sources: list[str], autosave_dir: str | None = None) -> None:
@@ -148,7 +150,7 @@ class TranscriptRecorder(QObject):
             TranscriptWriteError: the file cannot be written (message says why).
             ValueError: unknown format.
         """
-        return write_transcript(self.transcript, path, fmt)
+        return write_transcript(self.transcript, path, fmt, mask=self.mask)
 
     def write_autosave(self) -> None:
         """Rewrite the autosave TXT now (no-op when autosave is off)."""
@@ -156,7 +158,7 @@ class TranscriptRecorder(QObject):
         if self.autosave_path is None:
             return
         try:
-            write_transcript(self.transcript, self.autosave_path, "txt")
+            write_transcript(self.transcript, self.autosave_path, "txt", mask=self.mask)
         except (TranscriptWriteError, OSError) as exc:
             if not self._autosave_failed:
                 self._autosave_failed = True

@@ -96,6 +96,8 @@ class SessionModel(QObject):
         self.recorder = recorder
         self.runs: list[Run] = []
         self._current: Run | None = None
+        #: text mask for saved files (the profanity filter), or None; transcripts stay raw
+        self.mask = None
         recorder.autosaved.connect(self._on_autosaved)
 
     # -- state -------------------------------------------------------------------------------
@@ -173,11 +175,11 @@ class SessionModel(QObject):
             raise LookupError("nothing to save")
         fmt = (fmt or format_from_path(path) or "txt").lower()
         if len(runs) == 1:
-            written = write_transcript(runs[0].transcript, path, fmt)
+            written = write_transcript(runs[0].transcript, path, fmt, mask=self.mask)
         elif fmt == "txt":
-            written = write_text_atomic(Path(path), self._txt(runs))
+            written = write_text_atomic(Path(path), self._txt(runs, self.mask))
         else:
-            written = write_transcript(combine([r.transcript for r in runs]), path, fmt)
+            written = write_transcript(combine([r.transcript for r in runs]), path, fmt, mask=self.mask)
         for run in self.runs:
             run.dirty = False
             if run.recovered_from is not None:
@@ -186,7 +188,7 @@ class SessionModel(QObject):
         return Path(written)
 
     @staticmethod
-    def _txt(runs: list[Run]) -> str:
+    def _txt(runs: list[Run], mask=None) -> str:
         """The runs as the pane shows them: each run's lines, separated as in the pane."""
         sources = {s.source for r in runs for s in r.transcript.segments}
         blocks = []
@@ -195,5 +197,5 @@ class SessionModel(QObject):
                 blocks.append(RECOVERED_SESSION + "\n")
             elif i > 0:
                 blocks.append(NEW_SESSION + "\n")
-            blocks.append(format_transcript(run.transcript, "txt", label_sources=len(sources) > 1))
+            blocks.append(format_transcript(run.transcript, "txt", label_sources=len(sources) > 1, mask=mask))
         return "".join(blocks)

@@ -167,6 +167,10 @@ class Keys:
                            doc="Write the transcript continuously into a folder")
     AUTOSAVE_DIR = Key("transcript/autosave_dir", str, "", doc="Folder for continuously written transcripts")
     LAST_SAVE_DIR = Key("transcript/last_save_dir", str, "", doc="Folder of the last Save as")
+    MASK_PROFANITY = Key("transcript/mask_profanity", bool, False,
+                         doc='Mask offensive words ("f***") in the overlay, the transcript pane and saved files')
+    PROFANITY_EXTRA = Key("transcript/profanity_extra", list, [], doc="More words or phrases to mask")
+    PROFANITY_ALLOWED = Key("transcript/profanity_allowed", list, [], doc="Listed words never to mask")
 
     # -- shortcuts (QKeySequence portable text) ---------------------------------------------
     SHORTCUT_START_STOP = Key("shortcuts/start_stop", str, "Ctrl+Shift+S", doc="Start or stop captioning")
@@ -232,6 +236,17 @@ def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str,
     return (("vad_horizon_s", settings.get(Keys.TURN_VAD_HORIZON_S)),
             ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)),
             ("vad_hysteresis", settings.get(Keys.TURN_VAD_HYSTERESIS)))
+
+
+def profanity_filter(settings: "Settings"):
+    """The :class:`~captioner.transcript.profanity.ProfanityFilter` the user chose, or None when
+    masking is off (the default)."""
+    if not settings.get(Keys.MASK_PROFANITY):
+        return None
+    from captioner.transcript.profanity import ProfanityFilter  # pure Python, no Qt
+
+    return ProfanityFilter(extra=[str(w) for w in settings.get(Keys.PROFANITY_EXTRA)],
+                           allowed=[str(w) for w in settings.get(Keys.PROFANITY_ALLOWED)])
 
 
 class Settings:

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.engine.qt_emit import emit
+from captioner.transcript.profanity import normalise_words
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
 from captioner.ui.qt_helpers import standard_keys
 from captioner.ui.settings import Keys, Settings
@@ -139,6 +140,19 @@ class SettingsDialog(QDialog):
         self.file_label = QLineEdit(s.get(Keys.FILE_LABEL))
         self.file_label.setPlaceholderText("the file's name")
         form.addRow("Audio file label:", self.file_label)
+        self.mask_profanity = QCheckBox('Mask offensive words ("f***") in captions and saved files')
+        self.mask_profanity.setChecked(s.get(Keys.MASK_PROFANITY))
+        self.mask_profanity.setToolTip("Whole words only, from the list shipped with glin-profanity; the "
+                                       "autosave journal keeps what the model wrote")
+        form.addRow(self.mask_profanity)
+        self.profanity_extra = QLineEdit(", ".join(map(str, s.get(Keys.PROFANITY_EXTRA))))
+        self.profanity_extra.setPlaceholderText("more words to mask, comma-separated")
+        self.profanity_extra.setToolTip(Keys.PROFANITY_EXTRA.doc)
+        form.addRow("Also mask:", self.profanity_extra)
+        self.profanity_allowed = QLineEdit(", ".join(map(str, s.get(Keys.PROFANITY_ALLOWED))))
+        self.profanity_allowed.setPlaceholderText("listed words to show as they are, comma-separated")
+        self.profanity_allowed.setToolTip(Keys.PROFANITY_ALLOWED.doc)
+        form.addRow("Never mask:", self.profanity_allowed)
         self.shortcut_start = self._shortcut_edit(s.get(Keys.SHORTCUT_START_STOP))
         form.addRow("Start/Stop shortcut:", self.shortcut_start)
         self.shortcut_overlay = self._shortcut_edit(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY))
@@ -222,6 +236,9 @@ class SettingsDialog(QDialog):
         s.set(Keys.MIC_LABEL, self.mic_label.text().strip() or Keys.MIC_LABEL.default)
         s.set(Keys.SYSTEM_LABEL, self.system_label.text().strip() or Keys.SYSTEM_LABEL.default)
         s.set(Keys.FILE_LABEL, self.file_label.text().strip())
+        s.set(Keys.MASK_PROFANITY, self.mask_profanity.isChecked())
+        s.set(Keys.PROFANITY_EXTRA, normalise_words(self.profanity_extra.text()))
+        s.set(Keys.PROFANITY_ALLOWED, normalise_words(self.profanity_allowed.text()))
         s.set(Keys.SHORTCUT_START_STOP, self.shortcut_start.keySequence().toString())
         s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())

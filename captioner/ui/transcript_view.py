@@ -8,7 +8,9 @@ and a recovered journal by "— recovered session —". Under the pane a label s
 final text of the open segments and the partial tail, styled apart.
 
 This is a view: it keeps no transcript of its own beyond what it shows, and writes
-no files (the session model and :mod:`captioner.transcript` do).
+no files (the session model and :mod:`captioner.transcript` do). With a ``mask`` (the
+profanity filter, :meth:`TranscriptView.set_mask`) it shows text masked; lines already
+in the pane stay as they were shown.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ def segment_line(source: str, start: float, text: str) -> str:
 class TranscriptView(QWidget):
     """The transcript pane (read-only text) and the live line under it.
 
+    Attributes:
+        mask: ``str -> str`` applied to the text shown (the profanity filter), or None.
+
     Signals:
         line_added(str): each line appended to the pane.
     """
@@ -76,6 +81,15 @@ class TranscriptView(QWidget):
         #: (source, start, text) of each segment shown -> its block in the pane.
         self._segment_blocks: dict[tuple, int] = {}
         self._separator_pending = False
+        self.mask = None
+
+    def set_mask(self, mask) -> None:
+        """Mask the text shown from now on with ``mask`` (None: as the model wrote it)."""
+        self.mask = mask
+        self._render_live()
+
+    def _shown(self, text: str) -> str:
+        return text if self.mask is None else self.mask(text)
 
     # -- runs --------------------------------------------------------------------------------
     def begin_run(self) -> None:
@@ -97,7 +111,7 @@ class TranscriptView(QWidget):
         self.append_line(RECOVERED_SESSION)
         for seg in segments:
             if seg.text.strip():
-                self.append_line(segment_line(seg.source, seg.start, seg.text))
+                self.append_line(segment_line(seg.source, seg.start, self._shown(seg.text)))
 
     # -- events ------------------------------------------------------------------------------
     def apply_event(self, ev: Event) -> None:
@@ -119,7 +133,7 @@ class TranscriptView(QWidget):
             True when a new line with text was added.
         """
         key = (seg.source, seg.start, seg.text)
-        line = segment_line(seg.source, seg.start, seg.text)
+        line = segment_line(seg.source, seg.start, self._shown(seg.text))
         block = self._segment_blocks.get(key)
         if block is not None:
             self._replace_line(block, line)
@@ -185,8 +199,15 @@ class TranscriptView(QWidget):
         colour = partial_colour(pal.color(QPalette.ColorRole.WindowText), pal.color(QPalette.ColorRole.Window))
         parts = []
         for source in dict.fromkeys(list(self._open_text) + list(self._partials)):
-            final = self._open_text.get(source, "").strip()
-            partial = self._partials.get(source, "").strip()
+            final = self._open_text.get(source, "")
+            partial = self._partials.get(source, "")
+            if self.mask is not None:  # together: a word across the final/partial border is found
+                shown = self.mask(final + partial)
+                if len(shown) == len(final) + len(partial):
+                    final, partial = shown[: len(final)], shown[len(final):]
+                else:
+                    final, partial = self.mask(final), self.mask(partial)
+            final, partial = final.strip(), partial.strip()
             if not final and not partial:
                 continue
             label = f"<b>{html.escape(source)}:</b> " if source else ""

@@ -18,6 +18,8 @@ def _other_value(key):
         return int(key.maximum) if key.maximum is not None else key.default + 7
     if key.type is float:
         return (key.minimum + key.maximum) / 3 if key.maximum is not None else key.default + 0.5
+    if key.type is list:
+        return ["changed ✓", "中文, with a comma"]
     return "changed ✓ 中文"
 
 

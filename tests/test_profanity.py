@@ -1,0 +1,186 @@
+"""The profanity filter (issue 24): whole words, any case, user words, every saved format, the CLI.
+
+The journal keeps what the model wrote; only what is shown or saved is masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from typing import Sequence
+
+import numpy as np
+import pytest
+import soundfile as sf
+import srt
+import webvtt
+
+from captioner.asr.base import StepResult, StepRow
+from captioner.commands import listen, transcribe
+from captioner.events import TextDelta, TurnBoundary
+from captioner.transcript import Transcript
+from captioner.transcript.profanity import ProfanityFilter, mask_match, normalise_words, shipped_words
+from captioner.transcript.writers import FORMATS, format_transcript, write_transcript
+from tests.audio_fakes import FakeBackend, tone
+
+#: Innocent words that contain a listed one (ass, cock, sex, cunt, tit, anal, butt, dick, shit, hell...).
+INNOCENT = ["Scunthorpe", "assess", "classic", "cocktail", "Essex", "titanic", "analysis", "butter", "Dickens",
+            "passage", "Sussex", "shiitake", "cockpit", "therapist", "grape"]
+
+
+def test_the_shipped_list_is_used_and_holds_the_usual_words():
+    words = set(shipped_words())
+    assert len(words) > 300  # glin-profanity 4.1 ships 416 English entries
+    assert {"fuck", "shit", "cunt", "bitch", "ass", "cock"} <= words
+    assert all(w == w.lower() for w in words)
+
+
+@pytest.mark.parametrize("word", ["fuck", "Fuck", "FUCK", "shit", "Shit", "bitch", "Cunt", "ASS"])
+def test_listed_words_are_masked_in_any_case(word):
+    f = ProfanityFilter()
+    out = f.mask(f"well {word}, that was it")
+    assert out == f"well {word[0]}{'*' * (len(word) - 1)}, that was it"
+
+
+def test_innocent_words_containing_listed_ones_are_left_alone():
+    f = ProfanityFilter()
+    text = " ".join(INNOCENT) + "."
+    assert f.mask(text) == text
+    assert f.spans(text) == []
+
+
+def test_whole_words_next_to_punctuation_phrases_and_lengths():
+    f = ProfanityFilter()
+    text = "Oh shit! (fuck) what a piece  of shit; ass-hat, fuck's sake"
+    out = f.mask(text)
+    assert out == "Oh s***! (f***) what a p****  o* s***; a**-hat, f***'s sake"
+    assert len(out) == len(text)  # views count characters: the mask keeps the length
+    assert mask_match("🖕") == "*"
+
+
+def test_user_words_are_added_and_listed_words_taken_out():
+    f = ProfanityFilter(extra=["Heck", "  frick  off "], allowed=["ass"])
+    assert f.mask("Heck, frick   off, heckle") == "H***, f****   o**, heckle"
+    assert f.mask("kiss my ass") == "kiss my ass"  # the user took "ass" out
+    assert f.mask("shit") == "s***"  # the rest of the list still applies
+    assert normalise_words("a, B ,, b\nc  d;") == ["a", "b", "c d"]
+
+
+def test_an_empty_list_masks_nothing():
+    assert ProfanityFilter(words=[]).mask("fuck") == "fuck"
+
+
+def _transcript() -> Transcript:
+    t = Transcript({"backend": "test"})
+    t.add(TextDelta(" What the fuck, Scunthorpe", 0.0, 1.0, True, "You"))
+    t.add(TextDelta(" is classic. Shit", 1.0, 2.0, True, "You"))
+    t.add(TurnBoundary(2.0, "silence", 1.0, "You"))
+    t.add(TextDelta(" An assess cocktail in Essex, darn it", 2.5, 4.0, True, "Meeting"))
+    t.add(TurnBoundary(4.0, "silence", 1.0, "Meeting"))
+    t.close_all()
+    return t
+
+
+def _text_of(fmt: str, written: str) -> str:
+    if fmt == "srt":
+        return " ".join(c.content for c in srt.parse(written))
+    if fmt == "vtt":
+        return " ".join(c.text for c in webvtt.from_string(written))
+    if fmt == "json":
+        return " ".join(s["text"] for s in json.loads(written)["segments"])
+    return written
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_saved_format_is_masked_and_the_transcript_is_not(fmt, tmp_path):
+    t = _transcript()
+    mask = ProfanityFilter(extra=["darn"])
+    path = write_transcript(t, tmp_path / f"out.{fmt}", mask=mask)
+    text = _text_of(fmt, path.read_text(encoding="utf-8"))
+    for bad in ("fuck", "Shit", "darn"):
+        assert bad not in text
+    for masked in ("f***", "S***", "d***"):
+        assert masked in text
+    for innocent in ("Scunthorpe", "classic", "assess", "cocktail", "Essex"):
+        assert innocent in text
+    # the transcript (what the journal holds) keeps the words; an unmasked save shows them
+    assert "fuck" in t.text() and "Shit" in t.text()
+    plain = _text_of(fmt, format_transcript(t, fmt))
+    assert "fuck" in plain and "darn" in plain
+    if fmt == "json":
+        assert json.loads(path.read_text(encoding="utf-8"))["metadata"]["masked"] is True
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+class ScriptedBackend(FakeBackend):
+    """A fake 16 kHz backend whose k-th loud 100 ms chunk says ``words[k]`` (then nothing)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        super().__init__(batch_size=2)
+        self.words = list(words)
+
+    def step(self, rows: Sequence[StepRow]) -> list[StepResult]:
+        out = []
+        for row in rows:
+            state = row.state if row.state is not None else {"k": 0}
+            events = []
+            if row.audio is not None:
+                n_real = int(round((row.end - row.start) * 16000))
+                real = row.audio[:n_real]
+                if n_real and float(np.sqrt(np.mean(real.astype(np.float64) ** 2))) > 0.01:
+                    if state["k"] < len(self.words):
+                        events.append(TextDelta(" " + self.words[state["k"]], row.start, row.end))
+                    state["k"] += 1
+            out.append(StepResult(state, events))
+        return out
+
+
+SPOKEN = ["Oh", "shit,", "Scunthorpe", "is", "classic", "FUCK", "cocktail", "Essex"]
+
+
+def _wav(tmp_path):
+    path = tmp_path / "talk.wav"
+    sf.write(path, tone(1.0, 16000), 16000)  # 10 loud chunks: every scripted word is said
+    return path
+
+
+def _journal_text(folder) -> str:
+    (journal,) = list(folder.glob("*.jsonl"))
+    return " ".join(json.loads(line).get("text", "") for line in journal.read_text(encoding="utf-8").splitlines())
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_transcribe_mask_profanity(tmp_path, monkeypatch, masked):
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(transcribe, "open_backend", lambda args: ScriptedBackend(SPOKEN))
+    parser = argparse.ArgumentParser()
+    transcribe.add_parser(parser.add_subparsers())
+    out = tmp_path / "out.srt"
+    args = parser.parse_args(["transcribe", str(_wav(tmp_path)), "-o", str(out)]
+                             + (["--mask-profanity"] if masked else []))
+    assert transcribe.run(args) == 0
+    text = " ".join(" ".join(c.content.split()) for c in srt.parse(out.read_text(encoding="utf-8")))
+    if masked:
+        assert "Oh s***, Scunthorpe is classic F*** cocktail Essex" in text
+    else:
+        assert "Oh shit, Scunthorpe is classic FUCK cocktail Essex" in text
+    assert "shit" in _journal_text(tmp_path / "data" / "journal")  # the journal keeps the words
+
+
+def test_listen_mask_profanity_prints_and_writes_masked(tmp_path, monkeypatch):
+    monkeypatch.setattr(listen, "_load_backend", lambda args: ScriptedBackend(SPOKEN))
+    parser = argparse.ArgumentParser()
+    listen.add_parser(parser.add_subparsers())
+    target = tmp_path / "out.json"
+    args = parser.parse_args(["listen", "--file", str(_wav(tmp_path)), "--fast", "-o", str(target),
+                              "--journal-dir", str(tmp_path / "journal"), "--mask-profanity"])
+    out, err = io.StringIO(), io.StringIO()
+    assert listen.run(args, out, err) == 0, err.getvalue()
+    printed = out.getvalue()
+    assert "s***," in printed and "F***" in printed and "Scunthorpe" in printed
+    assert "shit" not in printed and "FUCK" not in printed
+    saved = " ".join(s["text"] for s in json.loads(target.read_text(encoding="utf-8"))["segments"])
+    assert saved == "Oh s***, Scunthorpe is classic F*** cocktail Essex"
+    journal = _journal_text(tmp_path / "journal")
+    assert "shit," in journal and "FUCK" in journal
