@@ -36,6 +36,10 @@ TOOLS = {
     "openssl": ("openssl", "openssl"),
     "desktop-file-validate": ("desktop-file-utils", "desktop-file-utils"),
     "appstreamcli": ("appstream", "appstream"),
+    "openbox": ("openbox", "openbox"),
+    "xdotool": ("xdotool", "xdotool"),
+    "xterm": ("xterm", "xterm"),
+    "xprop": ("x11-utils", "x11-utils"),
 }
 #: shell built-ins and coreutils the scripts use (always present on Debian)
 BASE = {"bash", "cd", "echo", "export", "for", "if", "mkdir", "set", "sleep", "trap", "kill", "rm", "seq",

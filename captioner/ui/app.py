@@ -90,7 +90,7 @@ class CaptionerApp:
 
     def open_settings(self) -> None:
         """Open the (non-blocking) settings dialog."""
-        dialog = SettingsDialog(self.settings, self.window)
+        dialog = SettingsDialog(self.settings, self.window, shortcut_status=self.window.shortcuts.status())
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.applied.connect(self.overlay.apply_settings)
         dialog.applied.connect(self.window.apply_shortcuts)
@@ -107,6 +107,7 @@ class CaptionerApp:
         self.window.controller.shutdown()
         QCoreApplication.sendPostedEvents()  # deliver the drained events and "stopped" before closing
         self.window.recorder.end()
+        self.window.shortcuts.close()  # release the desktop-wide key grabs/registrations
         self.settings.sync()
         self.overlay.close()
 

@@ -32,6 +32,7 @@ from captioner.engine.qt_emit import emit
 from captioner.engine.qt_worker import EngineConfig, EngineController
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
+from captioner.ui.global_shortcuts import GlobalShortcuts
 from captioner.ui.messages import MessageBar
 from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
@@ -41,6 +42,7 @@ from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
 from captioner.ui.settings import Keys, Settings, profanity_filter, turn_backend_options, turn_settings
+from captioner.ui.shortcuts import ShortcutBinder
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
 from captioner.ui.unsaved_dialog import ask_unsaved
@@ -62,7 +64,7 @@ BEHIND_ADVICE = {
     "": "Choose the built-in model, or close other busy programs.",
 }
 #: Message codes that stay when a run starts (they are not about the previous run).
-PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts")
+PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts", "global_shortcuts")
 #: Notices of the remote backend that tell its connection state (shown as one message).
 REMOTE_STATE_CODES = ("remote_connected", "remote_reconnecting", "remote_reconnected", "remote_dropped")
 #: Messages about the audio sources: they go when the user changes the sources.
@@ -81,10 +83,14 @@ class MainWindow(QMainWindow):
         overlay: the caption overlay to drive.
         controller: the engine on its thread (a default one when ``None``).
         recorder: transcript/journal/autosave (a default one when ``None``).
+        global_shortcuts: the desktop-wide shortcut mechanism (default: this platform's;
+            none under the offscreen platform).
 
     Attributes:
         sources, model_panel, run_bar, transcript_view, save_panel, messages: the panels.
         session: the :class:`SessionModel` (what is unsaved; saving).
+        shortcuts: the :class:`~captioner.ui.shortcuts.ShortcutBinder` of Start/Stop, overlay
+            and click-through (in the app and desktop-wide).
 
     Signals:
         transcript_line(str): each line appended to the transcript pane.
@@ -104,8 +110,10 @@ class MainWindow(QMainWindow):
         overlay: CaptionOverlay,
         controller: EngineController | None = None,
         recorder: TranscriptRecorder | None = None,
+        global_shortcuts: GlobalShortcuts | None = None,
     ) -> None:
         super().__init__()
+        self._global_shortcuts = global_shortcuts
         self.settings = settings
         self.overlay = overlay
         self.controller = controller or EngineController(parent=self)
@@ -197,6 +205,11 @@ class MainWindow(QMainWindow):
         view.addAction(self.start_action)
         view.addAction(self.overlay_action)
         view.addAction(self.click_through_action)
+        self.shortcuts = ShortcutBinder(
+            self.settings,
+            {"start_stop": self.start_action, "toggle_overlay": self.overlay_action,
+             "toggle_click_through": self.click_through_action},
+            [self.save_action, self.quit_action], self.messages, self._global_shortcuts, parent=self)
         # resizable: a sensible minimum, a default size that fits the screen; the transcript
         # pane keeps a minimum height so messages never squeeze it away
         self.setMinimumSize(*MIN_WINDOW)
@@ -245,29 +258,14 @@ class MainWindow(QMainWindow):
                 pass
 
     def apply_shortcuts(self) -> None:
-        """(Re)bind the keyboard shortcuts from the settings (after the settings dialog).
+        """(Re)bind the keyboard shortcuts from the settings, in the app and desktop-wide (after
+        the settings dialog); see :class:`~captioner.ui.shortcuts.ShortcutBinder`.
 
         A key already taken (by Save, Quit or an earlier action -- an old or hand-edited
         settings file) is not bound a second time: Qt would call it ambiguous and run neither.
+        A key another program holds is reported.
         """
-        s = self.settings
-        taken = {seq.toString() for a in (self.save_action, self.quit_action) for seq in a.shortcuts()}
-        clashes = []
-        for action, key in ((self.start_action, Keys.SHORTCUT_START_STOP),
-                            (self.overlay_action, Keys.SHORTCUT_TOGGLE_OVERLAY),
-                            (self.click_through_action, Keys.SHORTCUT_CLICK_THROUGH)):
-            seq = QKeySequence(s.get(key))
-            text = seq.toString()
-            if text and text in taken:
-                clashes.append(f"{text} ({action.text()})")
-                seq = QKeySequence()
-            taken.add(text)
-            action.setShortcut(seq)
-        self.messages.clear("shortcuts")
-        if clashes:
-            self.messages.show_message(
-                f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
-                "Choose other keys in File > Settings….", "warning", "shortcuts")
+        self.shortcuts.apply()
 
     def apply_text_mask(self) -> None:
         """(Re)apply the profanity filter setting: the overlay, the transcript pane, Save as… and

@@ -75,6 +75,7 @@ class SettingsDialog(QDialog):
 
     Args:
         settings: the typed settings; written when the user presses OK or Apply.
+        shortcut_status: where the shortcuts work (desktop-wide, and by which mechanism).
 
     Signals:
         applied(): the settings were written (views re-read them).
@@ -82,7 +83,7 @@ class SettingsDialog(QDialog):
 
     applied = Signal()
 
-    def __init__(self, settings: Settings, parent=None) -> None:
+    def __init__(self, settings: Settings, parent=None, shortcut_status: str = "") -> None:
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("captioner settings")
@@ -164,6 +165,11 @@ class SettingsDialog(QDialog):
                                self.shortcut_click: "Toggle click-through"}
         for edit in self.shortcut_names:
             edit.keySequenceChanged.connect(self._check_shortcuts)
+        if shortcut_status:
+            self.shortcut_status = QLabel(shortcut_status)
+            self.shortcut_status.setWordWrap(True)
+            self.shortcut_status.setObjectName("shortcut-status")
+            form.addRow(self.shortcut_status)
         root = QVBoxLayout(self)
         root.addLayout(form)
         self.error_label = QLabel("")
