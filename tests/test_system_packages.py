@@ -40,6 +40,7 @@ TOOLS = {
     "xdotool": ("xdotool", "xdotool"),
     "xterm": ("xterm", "xterm"),
     "xprop": ("x11-utils", "x11-utils"),
+    "dbus-daemon": ("dbus-daemon", "dbus-daemon"),
 }
 #: shell built-ins and coreutils the scripts use (always present on Debian)
 BASE = {"bash", "cd", "echo", "export", "for", "if", "mkdir", "set", "sleep", "trap", "kill", "rm", "seq",

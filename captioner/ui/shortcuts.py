@@ -19,6 +19,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction, QKeySequence
 
+from captioner.ui.global_shortcuts import ACTION_DESCRIPTIONS as DESCRIPTIONS
 from captioner.ui.global_shortcuts import GlobalShortcuts
 from captioner.ui.settings import Key, Keys, Settings
 
@@ -27,12 +28,6 @@ SHORTCUT_KEYS: dict[str, Key] = {
     "start_stop": Keys.SHORTCUT_START_STOP,
     "toggle_overlay": Keys.SHORTCUT_TOGGLE_OVERLAY,
     "toggle_click_through": Keys.SHORTCUT_CLICK_THROUGH,
-}
-#: Action id -> the name the portal shows the user (and the messages use).
-DESCRIPTIONS = {
-    "start_stop": "Start or stop captions",
-    "toggle_overlay": "Show or hide the caption overlay",
-    "toggle_click_through": "Toggle overlay click-through",
 }
 
 
