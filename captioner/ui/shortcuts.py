@@ -55,8 +55,7 @@ class ShortcutBinder(QObject):
         self.messages = messages
         self.global_shortcuts = global_shortcuts if global_shortcuts is not None else GlobalShortcuts(parent=self)
         self.global_shortcuts.activated.connect(self._activated)
-        self.global_shortcuts.problem.connect(lambda text: self.messages.show_message(text, "warning",
-                                                                                        "global_shortcuts"))
+        self.global_shortcuts.problem.connect(self._on_problem)  # a method: queued into the GUI thread
         self.global_problems: dict[str, str] = {}
 
     def status(self) -> str:
@@ -100,6 +99,9 @@ class ShortcutBinder(QObject):
         action = self.actions.get(action_id)
         if action is not None and action.isEnabled():
             action.trigger()  # a checkable action toggles
+
+    def _on_problem(self, text: str) -> None:
+        self.messages.show_message(text, "warning", "global_shortcuts")
 
     def close(self) -> None:
         """Release the desktop-wide registrations (on quit)."""

@@ -285,9 +285,14 @@ def test_binder_reports_problems_and_routes_activations(settings, qtbot):
     assert set(binder.global_problems) == {"toggle_click_through"}
     assert any("Ctrl+Shift+T is already taken" in text for text, _s, _c in bar.messages())
     assert binder.status() == "These shortcuts work from any application (fake grabs)."
+    import threading
+
+    seen = []
+    actions["toggle_overlay"].toggled.connect(lambda on: seen.append(threading.current_thread()))
     with qtbot.waitSignal(actions["toggle_overlay"].toggled):
-        backend.activated("toggle_overlay")  # the backend's callback -> the action, in the GUI thread
-    assert actions["toggle_overlay"].isChecked()
+        # the backend's callback from its own thread (portal, Windows) -> the action, in the GUI thread
+        threading.Thread(target=backend.activated, args=("toggle_overlay",)).start()
+    assert actions["toggle_overlay"].isChecked() and seen == [threading.main_thread()]
     binder.close()
     assert backend.bound == {}
 
@@ -310,3 +315,16 @@ def test_no_mechanism_is_said(settings, qtbot):
     binder.apply()
     assert binder.status().endswith("no portal")
     assert any("no portal" in text for text, _s, _c in bar.messages())
+
+
+def test_the_mechanism_follows_the_platform():
+    from captioner.ui.global_shortcuts import platform_backend
+
+    assert platform_backend("offscreen", env={}) == (None, "")  # no desktop: nothing to grab, nothing to say
+    backend, note = platform_backend("xcb", env={"DISPLAY": ":12345"})  # no such X server
+    assert backend is None and note.startswith("Shortcuts work only while a captioner window is active")
+    backend, note = platform_backend("wayland", env={})
+    assert type(backend).__name__ == "PortalBackend" and note == ""
+    # the Windows and macOS modules import everywhere (they load their DLLs only when used)
+    import captioner.ui.global_shortcuts.macos  # noqa: F401
+    import captioner.ui.global_shortcuts.windows  # noqa: F401
