@@ -95,6 +95,11 @@ class ShortcutBinder(QObject):
         elif self.global_shortcuts.backend is None and self.global_shortcuts.note:
             self.messages.show_message(self.global_shortcuts.note, "info", "global_shortcuts")
 
+    def suspend(self) -> None:
+        """Release the desktop-wide keys for a while (the settings dialog is open: a grabbed key
+        could not be typed into its key fields); :meth:`apply` takes them again."""
+        self.global_shortcuts.bind({})
+
     def _activated(self, action_id: str) -> None:
         action = self.actions.get(action_id)
         if action is not None and action.isEnabled():

@@ -328,3 +328,56 @@ def test_the_mechanism_follows_the_platform():
     # the Windows and macOS modules import everywhere (they load their DLLs only when used)
     import captioner.ui.global_shortcuts.macos  # noqa: F401
     import captioner.ui.global_shortcuts.windows  # noqa: F401
+
+
+class RecordingBackend:
+    """A global mechanism that only records what is bound."""
+
+    name = "recording"
+
+    def __init__(self):
+        self.bound: dict = {}
+
+    def bind(self, combos, activated, problem):
+        self.bound = {a: c.text for a, c in combos.items()}
+        return {}
+
+    def fileno(self):
+        return None
+
+    def dispatch(self):
+        pass
+
+    def close(self):
+        self.bound = {}
+
+
+def test_settings_dialog_releases_the_keys_while_open_and_rebinds_after(settings, qtbot, tmp_path, monkeypatch):
+    """A grabbed Ctrl+Shift+S could not be typed into the dialog's key field: released while it is open."""
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QApplication
+
+    from captioner.ui.app import CaptionerApp
+    from captioner.ui.settings import Keys
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    gui = CaptionerApp(settings)
+    qtbot.addWidget(gui.window)
+    qtbot.addWidget(gui.overlay)
+    backend = RecordingBackend()
+    gui.window.shortcuts.global_shortcuts.backend = backend
+    gui.window.apply_shortcuts()
+    assert backend.bound["start_stop"] == "Ctrl+Shift+S"
+    try:
+        gui.open_settings()
+        dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible())
+        assert backend.bound == {}
+        assert dialog.findChild(type(dialog.error_label), "shortcut-status").text() == (
+            "These shortcuts work from any application (recording).")
+        dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+C"))
+        dialog.accept()
+        assert backend.bound["start_stop"] == "Ctrl+Alt+C" and settings.get(Keys.SHORTCUT_START_STOP) == "Ctrl+Alt+C"
+    finally:
+        gui.shutdown()
+    assert backend.bound == {}  # released on quit
