@@ -68,7 +68,8 @@ class PortalBackend:
         Returns:
             ``{}``: the answer comes later; trouble is passed to ``problem``.
         """
-        self.close()
+        self._stop.set()  # the old session's thread closes it and ends by itself: no wait here
+        self._thread = None
         if not combos:
             return {}
         self._stop = threading.Event()
