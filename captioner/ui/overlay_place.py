@@ -74,7 +74,7 @@ def rescale_rect(rect: QRect, old: QRect, new: QRect, min_width: int = 1) -> QRe
         return QRect(rect)
     sx, sy = new.width() / old.width(), new.height() / old.height()
     w = max(min_width, rect.width())
-    x = new.left() + int(round((rect.center().x() - old.left()) * sx)) - w // 2
+    x = new.left() + int(round((rect.x() + rect.width() / 2 - old.left()) * sx - w / 2))
     h = rect.height()
     top_gap = rect.top() - old.top()
     bottom_gap = old.top() + old.height() - (rect.top() + rect.height())
