@@ -67,6 +67,10 @@ class TranscriptView(QWidget):
         self.live_label.setWordWrap(True)
         self.live_label.setTextFormat(Qt.TextFormat.RichText)
         self.live_label.setObjectName("live")
+        # A fixed accessible name: a QLabel without one is renamed (an AT-SPI event, read out) with
+        # every partial, the whole open turn each time (issue 22). Screen readers hear the pane's
+        # lines, each once, as segments close.
+        self.live_label.setAccessibleName("Text not final yet")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.editor, 1)

@@ -70,6 +70,18 @@ class Desktop:
             raise RuntimeError("Xvfb did not start")
         self.env["DISPLAY"] = f":{number}"
 
+    def start_dbus(self) -> None:
+        """A private session bus (its service files start at-spi's bus and registry on demand)."""
+        r, w = os.pipe()
+        self.spawn(["dbus-daemon", "--session", "--nofork", f"--print-address={w}"], pass_fds=(w,),
+                   stderr=subprocess.DEVNULL)
+        os.close(w)
+        with os.fdopen(r) as f:
+            address = f.readline().strip()
+        if not address:
+            raise RuntimeError("dbus-daemon did not start")
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = address
+
     def start_openbox(self, tries: int = 3) -> None:
         """Start openbox and wait until it manages the screen (``_NET_SUPPORTING_WM_CHECK``).
 
@@ -178,6 +190,89 @@ class Client:
         self.proc.stdin.write(question + "\n")
         self.proc.stdin.flush()
         return self.proc.stdout.readline().strip()
+
+
+class AtspiListener:
+    """Counts the AT-SPI events a screen reader would get (``org.a11y.atspi.Event.*`` signals).
+
+    Registers for them with the at-spi registry, as Orca does (Qt sends events only for what a
+    listener registered), and collects them in a thread (jeepney, pure-Python D-Bus).
+
+    Args:
+        session_address: the session bus of the desktop (its ``org.a11y.Bus`` gives the a11y bus).
+    """
+
+    INTERFACES = ("Object", "Window", "Focus")
+
+    def __init__(self, session_address: str) -> None:
+        import threading
+
+        from jeepney import DBusAddress, MatchRule, message_bus, new_method_call
+        from jeepney.io.blocking import Proxy, open_dbus_connection
+
+        session = open_dbus_connection(session_address)
+        try:
+            bus = DBusAddress("/org/a11y/bus", bus_name="org.a11y.Bus", interface="org.a11y.Bus")
+            self.address = session.send_and_get_reply(new_method_call(bus, "GetAddress"), timeout=10).body[0]
+        finally:
+            session.close()
+        self.conn = open_dbus_connection(self.address)
+        for name in self.INTERFACES:
+            Proxy(message_bus, self.conn).AddMatch(MatchRule(type="signal", interface=f"org.a11y.atspi.Event.{name}"))
+        registry = DBusAddress("/org/a11y/atspi/registry", bus_name="org.a11y.atspi.Registry",
+                               interface="org.a11y.atspi.Registry")
+        for kind in ("object:", "window:", "focus:"):
+            self.conn.send_and_get_reply(new_method_call(registry, "RegisterEvent", "s", (kind,)), timeout=10)
+        self.events: list[tuple[str, str, str]] = []  # (interface member, detail, sender path)
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        from jeepney.low_level import HeaderFields
+
+        while not self._stop.is_set():
+            try:
+                msg = self.conn.receive(timeout=0.1)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            iface = msg.header.fields.get(HeaderFields.interface, "")
+            if not iface.startswith("org.a11y.atspi.Event."):
+                continue
+            member = msg.header.fields.get(HeaderFields.member, "")
+            detail = msg.body[0] if msg.body and isinstance(msg.body[0], str) else ""
+            with self._lock:
+                self.events.append((f"{iface.rsplit('.', 1)[1]}:{member}", detail,
+                                    msg.header.fields.get(HeaderFields.path, "")))
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.events)
+
+    def snapshot(self) -> list[tuple[str, str, str]]:
+        with self._lock:
+            return list(self.events)
+
+    def settle(self, quiet: float = 0.5, timeout: float = 20.0) -> int:
+        """Wait until no event came for ``quiet`` s (the app's burst was delivered); the count."""
+        last, since = -1, time.monotonic()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            n = self.count()
+            if n != last:
+                last, since = n, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return n
+            time.sleep(0.05)
+        return self.count()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.conn.close()
 
 
 @contextlib.contextmanager
