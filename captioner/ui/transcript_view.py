@@ -157,9 +157,8 @@ class TranscriptView(QWidget):
         doc = ed.document()
         end = QTextCursor(doc)
         end.movePosition(QTextCursor.MoveOperation.End)
-        if not doc.isEmpty():
-            end.insertBlock()
-        end.insertText(line)
+        # one insertion per line (its block separator included): a screen reader hears the line once
+        end.insertText(line if doc.isEmpty() else "\n" + line)
         restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
         restored.setPosition(anchor)
         restored.setPosition(position, QTextCursor.MoveMode.KeepAnchor)

@@ -6,9 +6,9 @@ on a private X display and session bus with at-spi2-core's bus and registry, and
 registered as a screen reader is counts the ``org.a11y.atspi.Event.*`` signals.
 
 Before: 662 events in 39 s in the issue's run; this replay counted 729 (18.7/s) on the old
-code: 491 meter descriptions, 128 renames of the live label, 17 status flaps. After: 94
-(2.4/s), of which 72 are Start disabling and enabling the form (once per run, whatever its
-length). Required: each finished line is heard once, the status only when it matters: a
+code: 491 meter descriptions, 128 renames of the live label, 17 status flaps. After: 89
+(2.3/s), of which 72 are Start disabling and enabling the form (once per run, whatever its
+length), and one text insertion per finished line (two before: block, then text). Required: each finished line is heard once, the status only when it matters: a
 bound per finished line, never per level or partial.
 """
 
@@ -75,6 +75,7 @@ def test_a_captioning_run_sends_a_bounded_number_of_atspi_events(tmp_path):
     assert form <= FORM, dict(kinds)
     assert len(run_events) - form <= PER_LINE * lines + PER_RUN, dict(kinds)
     # never per level tick (~585 here) or per partial (~100): the bound above is far below either
+    assert kinds.get("Object:TextChanged[insert]", 0) == lines  # each finished line heard once (one insertion)
     names = kinds.get("Object:PropertyChange[accessible-name]", 0)
     descriptions = kinds.get("Object:PropertyChange[accessible-description]", 0)
     assert names + descriptions <= lines + 10, dict(kinds)
