@@ -55,6 +55,8 @@ __all__ = [
 MARGIN = 12
 #: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
 MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
+#: Extra right margin (logical px) so no text runs under the turn indicator (4 px clear of it).
+INDICATOR_ROOM = int(DOT_INSET + 2 * DOT_RADIUS + 4 - MARGIN)
 
 
 class CaptionOverlay(RememberedGeometry, QWidget):
@@ -188,7 +190,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         return "\n".join(v.text for v in self.visible_lines())
 
     def _relayout(self) -> None:
-        width = max(20.0, self.width() - 2 * MARGIN)
+        width = max(20.0, self.width() - 2 * MARGIN - INDICATOR_ROOM)
         if self._layout_rev == self.model.revision and self._layout_width == width:
             return
         self._shown, self._visual, trims = lay_out(self.model.lines, self.caption_font, width,

@@ -52,6 +52,17 @@ def test_the_turn_indicator_is_visible_in_every_state(overlay, state):
     assert _distinct_pixels(img, rect, panel) >= 20, state
 
 
+def test_no_text_runs_under_the_indicator(overlay):
+    from captioner.ui.overlay import MARGIN
+
+    overlay.apply_event(TextDelta("Good morning everyone, thank you for joining the call today, we start with the "
+                                  "quarterly report and then talk about the new release", 0.0, 1.0, True, "Meeting"))
+    overlay.apply_event(VoiceActivity(1.0, 0.9, "speaking", "Meeting"))
+    lines = overlay.visible_lines()
+    assert len(lines) >= 2 and max(v.width for v in lines) > overlay.width() / 2
+    assert all(MARGIN + v.width <= overlay.indicator_rect().left() for v in lines), [v.width for v in lines]
+
+
 def test_the_indicator_states_look_different(overlay):
     overlay.apply_event(TextDelta("Hello there.", 0.0, 1.0, True, "Meeting"))
     shots = {}
