@@ -109,9 +109,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._restoring = False
 
         self.apply_settings()
-        app = QGuiApplication.instance()
-        if app is not None:
-            app.screenRemoved.connect(self._on_screen_removed)
+        self.watch_screens()
 
     # -- configuration ------------------------------------------------------------------------
     def apply_settings(self) -> None:

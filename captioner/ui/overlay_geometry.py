@@ -98,7 +98,45 @@ class RememberedGeometry:
         finally:
             self._restoring = False
 
+    def watch_screens(self) -> None:
+        """Follow resolution changes of every screen (and of screens plugged in later): the overlay on a
+        screen whose size changes moves to the same relative place (:meth:`screen_resized`)."""
+        app = QGuiApplication.instance()
+        if app is None:
+            return
+        self._screen_sizes: dict[str, QRect] = {}
+        for screen in QGuiApplication.screens():
+            self._watch(screen)
+        app.screenAdded.connect(self._watch)
+        app.screenRemoved.connect(self._on_screen_removed)
+
+    def _watch(self, screen: QScreen) -> None:
+        self._screen_sizes[screen.name()] = screen.geometry()
+        # a bound method, not a lambda: Qt drops the connection when the overlay is deleted
+        screen.geometryChanged.connect(self._on_screen_geometry)
+
+    def _on_screen_geometry(self, geometry: QRect) -> None:
+        screen = self.sender()
+        if isinstance(screen, QScreen):
+            self.screen_resized(screen, geometry)
+
+    def screen_resized(self, screen: QScreen, geometry: QRect) -> QRect:
+        """``screen`` now has ``geometry`` (logical px): an overlay on it keeps its relative place.
+
+        Returns:
+            The overlay's geometry afterwards.
+        """
+        old = self._screen_sizes.get(screen.name())
+        self._screen_sizes[screen.name()] = QRect(geometry)
+        if old is None or old.size() == geometry.size() or not old.contains(self.geometry().center()):
+            return self.geometry()
+        moved = rescale_rect(self.geometry(), old, geometry, self.minimumWidth())
+        self._place(clamp_rect(moved, screen.availableGeometry().intersected(geometry)))
+        self.save_geometry()
+        return self.geometry()
+
     def _on_screen_removed(self, screen: QScreen) -> None:
+        self._screen_sizes.pop(screen.name(), None)
         if self.current_screen() is screen or QGuiApplication.screenAt(self.geometry().center()) is None:
             self.ensure_on_screen()
 

@@ -117,6 +117,21 @@ def test_a_place_remembered_at_another_resolution_keeps_its_relative_place(setti
     assert (g.width(), g.height()) == (w, h)
 
 
+def test_a_resolution_change_while_running_keeps_the_relative_place(overlay, settings, qtbot):
+    screen = QGuiApplication.primaryScreen()
+    geo = screen.geometry()
+    overlay.place(overlay.default_geometry(screen))  # bottom centre
+    before = overlay.geometry()
+    gap = geo.bottom() - before.bottom()
+    smaller = QRect(geo.left(), geo.top(), geo.width() // 2, geo.height() // 2)
+    with qtbot.waitSignal(overlay.geometry_saved, timeout=3000):
+        screen.geometryChanged.emit(smaller)  # as xrandr switching to a lower resolution tells Qt
+    g = overlay.geometry()
+    assert abs(g.center().x() - smaller.center().x()) <= 2, g  # the old absolute place was right of centre there
+    assert abs((smaller.bottom() - g.bottom()) - gap / 2) <= 2, (g, gap)
+    assert (g.width(), g.height()) == (min(before.width(), smaller.width()), before.height())
+
+
 def test_rescale_rect_keeps_corners_and_centre():
     old, new = QRect(0, 0, 1280, 720), QRect(0, 0, 1920, 1080)
     bottom_centre = rescale_rect(QRect(192, 560, 896, 110), old, new)
