@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from x11_desktop import AtspiListener, desktop, missing
+from x11_desktop import AtspiListener, desktop, missing, read_line
 
 pytestmark = [pytest.mark.gui, pytest.mark.skipif(
     bool(missing("Xvfb", "dbus-daemon")) or not Path("/usr/libexec/at-spi-bus-launcher").exists(),
@@ -50,9 +50,9 @@ def test_a_captioning_run_sends_a_bounded_number_of_atspi_events(tmp_path):
             def say(what: str) -> str:
                 app.stdin.write(what + "\n")
                 app.stdin.flush()
-                return app.stdout.readline().strip()
+                return read_line(app, 60)
 
-            assert app.stdout.readline().strip() == "ready", (tmp_path / "app.log").read_text()[-3000:]
+            assert read_line(app, 60) == "ready", (tmp_path / "app.log").read_text()[-3000:]
             listener.settle()
             before = listener.count()
             reply = say("run")
@@ -61,7 +61,8 @@ def test_a_captioning_run_sends_a_bounded_number_of_atspi_events(tmp_path):
             listener.settle()
             run_events = listener.snapshot()[before:]
             assert say("stop") == "stopped"
-            say("quit")
+            app.stdin.write("quit\n")
+            app.stdin.flush()
             app.wait(15)
         finally:
             listener.close()

@@ -175,12 +175,26 @@ class Desktop:
         return self.out(["xdotool", *args], check=True)
 
 
+def read_line(proc: subprocess.Popen, timeout: float = 30.0) -> str:
+    """The next line a process prints (text mode), or AssertionError after ``timeout`` s or at its exit."""
+    import selectors
+
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise AssertionError(f"no answer from {proc.args} within {timeout} s")
+    line = proc.stdout.readline()
+    if not line:
+        raise AssertionError(f"{proc.args} exited ({proc.wait(5)}) without answering")
+    return line.strip()
+
+
 class Client:
     """A started ``x11_clients.py``: its window id, and the lines it prints."""
 
     def __init__(self, proc: subprocess.Popen) -> None:
         self.proc = proc
-        line = proc.stdout.readline().split()
+        line = read_line(proc).split()
         if not line or line[0] != "ready":
             raise AssertionError(f"client did not start: {line}")
         self.window = int(line[1])
@@ -189,7 +203,7 @@ class Client:
         """Send one command line; the client's one-line answer."""
         self.proc.stdin.write(question + "\n")
         self.proc.stdin.flush()
-        return self.proc.stdout.readline().strip()
+        return read_line(self.proc)
 
 
 class AtspiListener:
