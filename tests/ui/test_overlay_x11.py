@@ -33,8 +33,9 @@ def _centre(rect):
     return x + w // 2, y + h // 2
 
 
-def test_click_through_passes_clicks_to_the_window_below_under_openbox(tmp_path):
-    with desktop(tmp_path) as d:
+@pytest.mark.parametrize("window_manager", [True, False], ids=["openbox", "no-wm"])
+def test_click_through_passes_clicks_to_the_window_below(tmp_path, window_manager):
+    with desktop(tmp_path, window_manager) as d:
         counter = d.client("counter", *map(str, COUNTER))
         overlay = d.client("overlay", *map(str, OVERLAY), "click-through")
         x, y = _centre(d.geometry(overlay.window))
@@ -73,7 +74,9 @@ def test_the_overlay_stays_above_a_fullscreen_window(tmp_path):
 
 def test_a_quick_click_in_drag_mode_leaves_the_overlay_and_a_drag_moves_it(tmp_path):
     with desktop(tmp_path) as d:
-        d.client("counter", *map(str, COUNTER))
+        counter = d.client("counter", *map(str, COUNTER))
+        d.xdotool("windowactivate", "--sync", str(counter.window))
+        focused = d.xdotool("getwindowfocus").split()[0]
         overlay = d.client("overlay", *map(str, OVERLAY), "drag")
         start = d.geometry(overlay.window)
         x, y = _centre(start)
@@ -92,3 +95,4 @@ def test_a_quick_click_in_drag_mode_leaves_the_overlay_and_a_drag_moves_it(tmp_p
         wait_for(lambda: d.geometry(overlay.window) == (start[0] + 150, start[1] - 100, start[2], start[3]), 5,
                  f"the overlay to end 150 px right, 100 px up of {start} (at {moved})")
         assert overlay.ask("focus") == "0"
+        assert d.xdotool("getwindowfocus").split()[0] == focused  # the window the user works in keeps the focus
