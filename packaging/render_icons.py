@@ -1,6 +1,6 @@
 """Render the PNG (and Windows .ico / macOS .icns) icons from the SVG sources with Qt.
 
-The SVGs in ``captioner/resources/`` are the sources; the PNGs next to them are
+The SVGs in ``resources/`` (installed as ``captioner.resources``) are the sources; the PNGs next to them are
 committed, so neither the app nor its users need an SVG renderer. Run after editing an SVG:
 
     QT_QPA_PLATFORM=offscreen python packaging/render_icons.py
@@ -16,7 +16,7 @@ from PySide6.QtGui import QGuiApplication, QImage, QImageWriter, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
 ROOT = Path(__file__).resolve().parent.parent
-RES = ROOT / "captioner" / "resources"
+RES = ROOT / "resources"
 APP_ID = "io.github.captioner.Captioner"
 #: Sizes desktops and the freedesktop icon theme want for an application icon.
 APP_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)

@@ -50,6 +50,39 @@ def test_resources_present(name):
         assert (width, height) == (size, size)
 
 
+def test_resources_are_the_top_level_folder_mapped_into_the_package():
+    assert not (ROOT / "captioner" / "resources").exists()
+    assert Path(resources.__file__).resolve() == (ROOT / "resources" / "__init__.py").resolve()
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert tool["package-dir"]["captioner.resources"] == "resources"
+    # a mapped folder is invisible to packages.find, so the packages are listed: none may be missing
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "captioner").rglob("__init__.py")}
+    assert on_disk | {"captioner.resources"} == set(tool["packages"])
+
+
+@pytest.mark.slow
+def test_an_installed_package_holds_the_resources(tmp_path):
+    """pip builds and installs the project into a folder; the icons and desktop files come with it."""
+    src, target = tmp_path / "src", tmp_path / "site"  # a copy: the build leaves build/ and *.egg-info behind
+    for part in ("captioner", "resources"):
+        shutil.copytree(ROOT / part, src / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, src / part)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                        "--target", str(target), str(src)], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    probe = ("import captioner.resources as r, pathlib; "
+             "print(pathlib.Path(r.__file__).parent); print(len(r.read_bytes(r.DESKTOP_FILE)))")
+    out = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(target)!r}); {probe}"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    folder, size = out.stdout.split()
+    assert Path(folder) == target / "captioner" / "resources"
+    assert int(size) == len(resources.read_bytes(resources.DESKTOP_FILE))
+    assert len(list(Path(folder).glob("*.png"))) == len(resources.APP_ICON_SIZES) + 2 * len(resources.TRAY_ICON_SIZES)
+
+
 def test_packaging_linux_links_point_at_the_package_data():
     for name in (resources.DESKTOP_FILE, resources.METAINFO_FILE):
         assert (LINUX / name).read_bytes() == resources.read_bytes(name)

@@ -28,6 +28,10 @@ class LevelMeter(QWidget):
 
     Repaints from the stored value (Friture style), never from the audio thread: the
     level arrives through a queued signal and only :meth:`update` is scheduled.
+
+    For screen readers it has a fixed name and description: the levels arrive ~15 times a
+    second, and a description updated with each ("-35 dBFS RMS ...") was an AT-SPI event
+    each time (issue 22). The numbers are in the tooltip, which sends no such event.
     """
 
     def __init__(self, parent: QWidget | None = None, name: str = "Input level") -> None:
@@ -36,6 +40,7 @@ class LevelMeter(QWidget):
         self.peak = 0.0
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setAccessibleName(name)  # one per source: "Microphone input level", ...
+        self.setAccessibleDescription("Moves with the sound level; the tooltip gives it in dBFS.")
         self._stale = QTimer(self)
         self._stale.setSingleShot(True)
         self._stale.setInterval(STALE_MS)
@@ -50,7 +55,6 @@ class LevelMeter(QWidget):
         self.rms = level_fraction(level.rms_dbfs)
         self.peak = level_fraction(level.peak_dbfs)
         self.setToolTip(f"{level.rms_dbfs:.0f} dBFS RMS, {level.peak_dbfs:.0f} dBFS peak")
-        self.setAccessibleDescription(self.toolTip())
         self._stale.start()
         self.update()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QComboBox
+from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
 
 
 def standard_keys(key: QKeySequence.StandardKey, fallback: str) -> list[QKeySequence]:
@@ -27,3 +29,30 @@ def format_time(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def add_slider_row(form: QFormLayout, label: str, slider: QSlider, shown: Callable[[int], str]) -> QLabel:
+    """Add ``label: [slider] value`` to ``form``: the slider with its value in words beside it.
+
+    Args:
+        form: the form to add the row to.
+        label: the row's label (it stays the slider's buddy and accessible label).
+        slider: the slider.
+        shown: the slider's value as shown, e.g. ``lambda v: f"{v} %"``.
+
+    Returns:
+        The value label (it follows every change of the slider; a slider alone shows no number).
+    """
+    value = QLabel(shown(slider.value()))
+    value.setMinimumWidth(value.fontMetrics().horizontalAdvance(shown(slider.maximum())) + 8)
+    slider.valueChanged.connect(lambda v: value.setText(shown(v)))
+    row = QWidget()
+    lay = QHBoxLayout(row)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.addWidget(slider, 1)
+    lay.addWidget(value)
+    form.addRow(label, row)
+    name = form.labelForField(row)
+    if isinstance(name, QLabel):
+        name.setBuddy(slider)
+    return value

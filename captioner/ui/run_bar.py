@@ -4,6 +4,10 @@ The status line says what the app is doing ("Ready", "Loading…", "Captioning",
 "Stopped"); the health label beside it summarises the engine's
 :class:`~captioner.events.Stats` in plain words ("keeping up", "3 s behind") with the
 numbers in its tooltip, and is cleared when the run stops.
+
+A label's text is what a screen reader announces when it changes, so the health label
+changes only when it matters (:class:`HealthHysteresis`): a backlog wandering round 1 s
+flapped "keeping up" / "1 s behind" 12 times in 39 s (issue 22).
 """
 
 from __future__ import annotations
@@ -12,8 +16,13 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QW
 
 #: Start button text per engine state.
 BUTTON_TEXT = {"idle": "Start", "loading": "Cancel", "stopping": "Stopping…"}
-#: Backlog (s) under which the captions count as keeping up.
+#: Backlog (s) under which the captions count as keeping up (again).
 KEEPING_UP_S = 1.0
+#: Backlog (s) from which they count as behind: above KEEPING_UP_S, so a backlog near either
+#: threshold does not flap the label (a streaming model's backlog swings by ~1 s per decode).
+BEHIND_S = 2.0
+#: While behind, the seconds shown change only when the backlog moved this far from them.
+BEHIND_STEP_S = 1.0
 
 
 def _duration(seconds: float) -> str:
@@ -27,6 +36,34 @@ def health_text(rtf: float, backlog: float, overflows: int, dropped: float) -> s
     if dropped > 0 or overflows > 0:
         text += f" · {dropped:.1f} s of audio lost" if dropped > 0 else " · some audio lost"
     return text
+
+
+class HealthHysteresis:
+    """The backlog as the health label shows it, changing only when it matters.
+
+    "behind" starts at :data:`BEHIND_S` and ends below :data:`KEEPING_UP_S`; while behind,
+    the shown seconds follow the backlog only once it moved :data:`BEHIND_STEP_S` or more
+    from them (plain seconds, ``NaN`` counts as keeping up).
+    """
+
+    def __init__(self) -> None:
+        self.shown: float = 0.0  # the backlog (s) the label shows; 0 = keeping up
+
+    def update(self, backlog: float) -> float:
+        """Feed the latest backlog (s); returns the backlog to show (0.0 for "keeping up")."""
+        b = backlog if backlog == backlog else 0.0  # NaN: no measurement
+        if self.shown <= 0.0:
+            if b >= BEHIND_S:
+                self.shown = float(round(b))
+        elif b < KEEPING_UP_S:
+            self.shown = 0.0
+        elif abs(b - self.shown) >= BEHIND_STEP_S:
+            self.shown = float(max(round(b), KEEPING_UP_S))
+        return self.shown
+
+    def reset(self) -> None:
+        """Forget the run (after Stop)."""
+        self.shown = 0.0
 
 
 def health_details(rtf: float, backlog: float, overflows: int, dropped: float) -> str:
@@ -54,6 +91,7 @@ class RunBar(QWidget):
         self.status_label = QLabel("Ready")
         self.stats_label = QLabel("")
         self.stats_label.setObjectName("stats")
+        self._health = HealthHysteresis()
         lay.addWidget(self.start_button)
         lay.addWidget(self.progress)
         lay.addWidget(self.status_label, 1)
@@ -74,11 +112,15 @@ class RunBar(QWidget):
         self.progress.setVisible(bool(busy))
 
     def set_stats(self, rtf: float, backlog: float, overflows: int, dropped: float) -> None:
-        """Show the run's health in words, the numbers in the tooltip."""
-        self.stats_label.setText(health_text(rtf, backlog, overflows, dropped))
+        """Show the run's health in words (with hysteresis, see :class:`HealthHysteresis`; lost audio
+        in whole seconds), the exact numbers in the tooltip."""
+        text = health_text(rtf, self._health.update(backlog), overflows, float(int(dropped)) if dropped >= 1 else dropped)
+        if text != self.stats_label.text():  # an unchanged text is not set again (no event for a screen reader)
+            self.stats_label.setText(text)
         self.stats_label.setToolTip(health_details(rtf, backlog, overflows, dropped))
 
     def clear_stats(self) -> None:
         """Forget the last run's health (after Stop)."""
+        self._health.reset()
         self.stats_label.setText("")
         self.stats_label.setToolTip("")

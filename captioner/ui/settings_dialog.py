@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from captioner.engine.qt_emit import emit
 from captioner.transcript.profanity import normalise_words
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
-from captioner.ui.qt_helpers import standard_keys
+from captioner.ui.qt_helpers import add_slider_row, standard_keys
 from captioner.ui.settings import Keys, Settings
 
 
@@ -113,7 +113,7 @@ class SettingsDialog(QDialog):
         self.opacity = QSlider(Qt.Orientation.Horizontal)
         self.opacity.setRange(0, 100)
         self.opacity.setValue(round(100 * s.get(Keys.OVERLAY_OPACITY)))
-        form.addRow("Background opacity:", self.opacity)
+        self.opacity_value = add_slider_row(form, "Background opacity:", self.opacity, lambda v: f"{v} %")
         self.source_labels = QCheckBox('Start each turn with its source ("Meeting:")')
         self.source_labels.setChecked(s.get(Keys.OVERLAY_SOURCE_LABELS))
         form.addRow(self.source_labels)
@@ -125,7 +125,8 @@ class SettingsDialog(QDialog):
                                        round(100 * Keys.TURN_SENSITIVITY.maximum))
         self.turn_sensitivity.setValue(round(100 * s.get(Keys.TURN_SENSITIVITY)))
         self.turn_sensitivity.setToolTip(Keys.TURN_SENSITIVITY.doc)
-        form.addRow("Turn sensitivity:", self.turn_sensitivity)
+        self.turn_sensitivity_value = add_slider_row(form, "Turn sensitivity:", self.turn_sensitivity,
+                                                     lambda v: f"{v / 100:.2f}")
         self.turn_silence = QDoubleSpinBox()
         self.turn_silence.setRange(Keys.TURN_SILENCE_S.minimum, Keys.TURN_SILENCE_S.maximum)
         self.turn_silence.setSingleStep(0.5)

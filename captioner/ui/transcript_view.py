@@ -72,6 +72,10 @@ class TranscriptView(QWidget):
         self.live_label.setWordWrap(True)
         self.live_label.setTextFormat(Qt.TextFormat.RichText)
         self.live_label.setObjectName("live")
+        # A fixed accessible name: a QLabel without one is renamed (an AT-SPI event, read out) with
+        # every partial, the whole open turn each time (issue 22). Screen readers hear the pane's
+        # lines, each once, as segments close.
+        self.live_label.setAccessibleName("Text not final yet")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.editor, 1)
@@ -167,9 +171,8 @@ class TranscriptView(QWidget):
         doc = ed.document()
         end = QTextCursor(doc)
         end.movePosition(QTextCursor.MoveOperation.End)
-        if not doc.isEmpty():
-            end.insertBlock()
-        end.insertText(line)
+        # one insertion per line (its block separator included): a screen reader hears the line once
+        end.insertText(line if doc.isEmpty() else "\n" + line)
         restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
         restored.setPosition(anchor)
         restored.setPosition(position, QTextCursor.MoveMode.KeepAnchor)

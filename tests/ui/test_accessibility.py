@@ -75,3 +75,67 @@ def test_alt_d_discards_in_the_quit_question(qtbot):
     with qtbot.waitSignal(box.buttonClicked, timeout=2000) as clicked:
         QTest.keyClick(box, Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
     assert clicked.args[0] is discard
+
+
+# -- issue 22: calm for screen readers, values shown ---------------------------------------------------
+def test_a_level_meter_keeps_its_accessible_text_while_levels_arrive(qtbot):
+    from captioner.events import Level
+    from captioner.ui.level_meter import LevelMeter
+
+    meter = LevelMeter(name="Microphone input level")
+    qtbot.addWidget(meter)
+    iface = QAccessible.queryAccessibleInterface(meter)
+    before = (iface.text(QAccessible.Text.Name), iface.text(QAccessible.Text.Description))
+    for db in (-60.0, -35.0, -12.0, -3.0):
+        meter.set_level(Level(db, db + 6.0, "Microphone"))
+        assert (iface.text(QAccessible.Text.Name), iface.text(QAccessible.Text.Description)) == before
+    assert "-3 dBFS RMS" in meter.toolTip()  # the numbers are still there for whoever asks
+
+
+def test_the_live_line_has_a_fixed_accessible_name(make_window):
+    from captioner.events import TextDelta
+
+    win, _ = make_window()
+    label = win.transcript_view.live_label
+    name = name_of(label)
+    for text in ("so", "so I think", "so I think we should"):
+        win._on_event(TextDelta(" " + text, 0.0, 1.0, False, "talk.wav"))
+        assert name_of(label) == name
+    assert "we should" in win.live_text()  # still shown on screen
+
+
+@pytest.mark.parametrize("backlogs, shown", [
+    ([0.8, 1.2, 0.9, 1.4, 0.7, 1.9, 1.1], ["keeping up"]),  # wandering round 1 s: no flapping
+    ([0.5, 2.3, 2.6, 1.8, 2.4, 1.2, 0.9], ["keeping up", "2 s behind", "keeping up"]),
+    ([3.2, 4.6, 4.1, 6.0, 0.4], ["3 s behind", "5 s behind", "6 s behind", "keeping up"]),
+])
+def test_the_health_label_changes_only_when_it_matters(qtbot, backlogs, shown):
+    from captioner.ui.run_bar import RunBar
+
+    bar = RunBar()
+    qtbot.addWidget(bar)
+    seen = []
+    bar.stats_label.setText("keeping up")
+    for b in backlogs:
+        bar.set_stats(0.9, b, 0, 0.0)
+        if not seen or seen[-1] != bar.stats_label.text():
+            seen.append(bar.stats_label.text())
+    assert seen == shown
+    bar.clear_stats()
+    bar.set_stats(0.9, 1.5, 0, 0.0)
+    assert bar.stats_label.text() == "keeping up"  # a new run starts from "keeping up"
+
+
+def test_settings_sliders_show_their_value(qtbot, settings):
+    from captioner.ui.settings import Keys
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    settings.set(Keys.OVERLAY_OPACITY, 0.7)
+    dlg = SettingsDialog(settings)
+    qtbot.addWidget(dlg)
+    assert dlg.opacity_value.text() == "70 %"
+    dlg.opacity.setValue(35)
+    assert dlg.opacity_value.text() == "35 %"
+    dlg.turn_sensitivity.setValue(80)
+    assert dlg.turn_sensitivity_value.text() == "0.80"
+    assert labels_of(dlg.opacity) == ["Background opacity:"]  # the row's label still labels the slider

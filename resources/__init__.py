@@ -1,8 +1,9 @@
 """Package data: the app icon (SVG source + PNG sizes), the tray icons and the Linux desktop files.
 
 Everything is read with :mod:`importlib.resources`, so it works from a source tree, an
-installed wheel and a PyInstaller bundle alike. The files live inside the package (not in a
-top-level ``resources/`` folder) for exactly that reason; ``packaging/linux/`` links to the
+installed wheel and a PyInstaller bundle alike. The files live in the top-level ``resources/``
+folder, which ``pyproject.toml`` installs as the ``captioner.resources`` package (``package-dir``)
+and ``captioner/__init__.py`` maps the same way in a source tree; ``packaging/linux/`` links to the
 desktop entry and the metainfo here. No Qt is imported by this module.
 
 PNGs are rendered from the SVGs by ``packaging/render_icons.py`` and committed.

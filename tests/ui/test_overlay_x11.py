@@ -1,0 +1,98 @@
+"""Issue 22: the overlay on a real X server with a window manager (Xvfb + openbox), as a user meets it.
+
+* click-through: clicks from ``xdotool`` over the overlay reach the window below it (openbox
+  reparented the old overlay into a frame whose input region was the whole rectangle: 0 of 4
+  clicks passed), and the overlay never takes the focus;
+* stacking: a fullscreen window opened, activated and clicked after the overlay stays *below*
+  it (the old "keep above" window went under the fullscreen layer);
+* drag mode: a quick press-release leaves the overlay where it is, a real drag moves it by
+  exactly the pointer's travel.
+
+Each test runs on its own private display (tests/ui/x11_desktop.py) with the overlay and the
+other windows as separate xcb processes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from x11_desktop import desktop, missing, wait_for
+
+pytestmark = [pytest.mark.gui,
+              pytest.mark.skipif(bool(missing("Xvfb", "openbox", "xdotool", "xwininfo", "xprop")),
+                                 reason=f"needs {', '.join(missing('Xvfb', 'openbox', 'xdotool', 'xwininfo', 'xprop'))}"
+                                        " (scripts/apt-packages.txt)")]
+
+#: The overlay's rectangle in these tests: the size the issue measured, over the middle of the counter.
+OVERLAY = (352, 600, 896, 110)
+COUNTER = (100, 150, 1400, 700)
+
+
+def _centre(rect):
+    x, y, w, h = rect
+    return x + w // 2, y + h // 2
+
+
+@pytest.mark.parametrize("window_manager", [True, False], ids=["openbox", "no-wm"])
+def test_click_through_passes_clicks_to_the_window_below(tmp_path, window_manager):
+    with desktop(tmp_path, window_manager) as d:
+        counter = d.client("counter", *map(str, COUNTER))
+        overlay = d.client("overlay", *map(str, OVERLAY), "click-through")
+        x, y = _centre(d.geometry(overlay.window))
+        toplevel = d.toplevel(overlay.window)
+        assert d.top_at(x, y) == toplevel  # the overlay is seen there ...
+        d.xdotool("mousemove", "--sync", str(x), str(y))
+        for _ in range(4):
+            d.xdotool("click", "1")
+        # ... and the clicks reach the counter under it
+        seen = []
+        try:
+            wait_for(lambda: seen.append(counter.ask("presses")) or seen[-1] == "4", 3, "4 presses")
+        except AssertionError:
+            raise AssertionError(f"the window under the overlay got {seen[-1]} of 4 clicks") from None
+        assert toplevel == overlay.window, "the window manager framed the overlay"
+        assert d.top_at(x, y) == overlay.window  # the clicks raised the counter, not above the overlay
+        assert overlay.ask("focus") == "0"
+        focused = int(d.xdotool("getwindowfocus").split()[0])
+        assert focused != overlay.window
+
+
+def test_the_overlay_stays_above_a_fullscreen_window(tmp_path):
+    with desktop(tmp_path) as d:
+        overlay = d.client("overlay", *map(str, OVERLAY), "click-through")
+        full = d.client("fullscreen")
+        wait_for(lambda: d.geometry(full.window)[2:] == (1600, 1000), 5, "the window to go fullscreen")
+        x, y = _centre(d.geometry(overlay.window))
+        frame = d.toplevel(full.window)
+        assert d.top_at(x, y) == overlay.window, (hex(d.top_at(x, y)), hex(overlay.window), hex(frame))
+        d.xdotool("windowactivate", "--sync", str(full.window))  # as alt-tab or a click on the video does
+        d.xdotool("mousemove", "--sync", str(x), str(y), "click", "1")
+        wait_for(lambda: full.ask("presses") == "1", 5, "the click on the fullscreen window")
+        assert d.top_at(x, y) == overlay.window
+        assert d.top_at(5, 5) == frame  # elsewhere the fullscreen window is on top
+
+
+def test_a_quick_click_in_drag_mode_leaves_the_overlay_and_a_drag_moves_it(tmp_path):
+    with desktop(tmp_path) as d:
+        counter = d.client("counter", *map(str, COUNTER))
+        d.xdotool("windowactivate", "--sync", str(counter.window))
+        focused = d.xdotool("getwindowfocus").split()[0]
+        overlay = d.client("overlay", *map(str, OVERLAY), "drag")
+        start = d.geometry(overlay.window)
+        x, y = _centre(start)
+        d.xdotool("mousemove", "--sync", str(x), str(y), "mousedown", "1", "mouseup", "1")
+        d.xdotool("mousemove", "--sync", str(x + 200), str(y - 150))
+        d.xdotool("mousemove", "--sync", str(x - 120), str(y - 300))
+        # a window manager move begun after the release would follow the pointer now; give it a moment
+        with pytest.raises(AssertionError):
+            wait_for(lambda: d.geometry(overlay.window) != start, 1.0, "a move")
+        assert overlay.ask("focus") == "0"
+        d.xdotool("mousemove", "--sync", str(x), str(y), "mousedown", "1")
+        for step in range(1, 6):
+            d.xdotool("mousemove", "--sync", str(x + 30 * step), str(y - 20 * step))
+        d.xdotool("mouseup", "1")
+        moved = wait_for(lambda: (g := d.geometry(overlay.window)) != start and g, 5, "the drag")
+        wait_for(lambda: d.geometry(overlay.window) == (start[0] + 150, start[1] - 100, start[2], start[3]), 5,
+                 f"the overlay to end 150 px right, 100 px up of {start} (at {moved})")
+        assert overlay.ask("focus") == "0"
+        assert d.xdotool("getwindowfocus").split()[0] == focused  # the window the user works in keeps the focus

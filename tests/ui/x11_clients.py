@@ -1,0 +1,98 @@
+"""X clients for tests/ui/test_overlay_x11.py, one per process (``QT_QPA_PLATFORM=xcb``).
+
+``python x11_clients.py overlay X Y W H [click-through|drag]``
+    the app's CaptionOverlay with a caption, placed at ``X Y W H``.
+``python x11_clients.py counter X Y W H``
+    a plain window that counts the mouse presses it receives.
+``python x11_clients.py fullscreen``
+    a fullscreen window (``_NET_WM_STATE_FULLSCREEN``), as a presentation or a video is.
+
+Each prints ``ready WINDOW_ID`` once its window is exposed, then answers one line per command
+read from stdin: ``presses`` (the counter's count), ``geometry`` (the widget's ``x y w h``),
+``focus`` (1 when the widget's window has keyboard focus), ``quit``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QRect, QSocketNotifier, Qt, QTimer
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import QApplication, QWidget
+
+
+class Counter(QWidget):
+    def __init__(self) -> None:
+        super().__init__()
+        self.presses = 0
+        self.setWindowTitle("click counter")
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802
+        self.presses += 1
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor("#3070c0"))
+        p.end()
+
+
+class Fullscreen(Counter):
+    def paintEvent(self, event) -> None:  # noqa: N802
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor("#c03030"))
+        p.end()
+
+
+def main(argv: list[str]) -> int:
+    app = QApplication(argv[:1])
+    mode = argv[1]
+    if mode == "overlay":
+        from captioner.events import TextDelta
+        from captioner.ui.overlay import CaptionOverlay
+
+        widget = CaptionOverlay(None)
+        widget.set_click_through(argv[6] == "click-through", persist=False)
+        widget.apply_event(TextDelta("Captions over another window.", 0.0, 1.0, True, "Meeting"))
+        widget.place(QRect(*(int(v) for v in argv[2:6])))
+    elif mode == "counter":
+        widget = Counter()
+        widget.setGeometry(QRect(*(int(v) for v in argv[2:6])))
+    else:
+        widget = Fullscreen()
+    if mode == "fullscreen":
+        widget.showFullScreen()
+    else:
+        widget.show()
+
+    def ready() -> None:
+        if not widget.windowHandle() or not widget.windowHandle().isExposed():
+            QTimer.singleShot(20, ready)
+            return
+        print("ready", int(widget.winId()), flush=True)
+
+    QTimer.singleShot(0, ready)
+
+    def command() -> None:
+        line = sys.stdin.readline()
+        if not line or line.strip() == "quit":
+            app.quit()
+            return
+        what = line.strip()
+        if what == "presses":
+            print(getattr(widget, "presses", 0), flush=True)
+        elif what == "geometry":
+            g = widget.geometry()
+            print(g.x(), g.y(), g.width(), g.height(), flush=True)
+        elif what == "focus":
+            print(int(widget.isActiveWindow() or widget.hasFocus()), flush=True)
+        else:
+            print("?", flush=True)
+
+    notifier = QSocketNotifier(sys.stdin.fileno(), QSocketNotifier.Type.Read)
+    notifier.activated.connect(command)
+    widget.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
