@@ -15,7 +15,8 @@ def _map_source_tree_resources() -> None:
     from pathlib import Path
 
     here = Path(__file__).resolve().parent
-    if (here / "resources").is_dir() or "captioner.resources" in sys.modules:
+    # a leftover captioner/resources/ holding only __pycache__ (a checkout from before the move) is no package
+    if (here / "resources" / "__init__.py").is_file() or "captioner.resources" in sys.modules:
         return
     folder = here.parent / "resources"
     if not (folder / "__init__.py").is_file():
