@@ -381,3 +381,37 @@ def test_settings_dialog_releases_the_keys_while_open_and_rebinds_after(settings
     finally:
         gui.shutdown()
     assert backend.bound == {}  # released on quit
+
+
+def test_apply_in_the_open_settings_dialog_keeps_the_keys_released(settings, qtbot, tmp_path, monkeypatch):
+    """Apply (not OK) used to grab the desktop-wide keys again while the dialog stayed open: a
+    shortcut typed into a key field then ran its action (Ctrl+Shift+O hid the overlay) instead
+    of being recorded. The new keys are bound in the app at once and desktop-wide on close."""
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QApplication
+
+    from captioner.ui.app import CaptionerApp
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    gui = CaptionerApp(settings)
+    qtbot.addWidget(gui.window)
+    qtbot.addWidget(gui.overlay)
+    backend = RecordingBackend()
+    gui.window.shortcuts.global_shortcuts.backend = backend
+    gui.window.apply_shortcuts()
+    try:
+        gui.open_settings()
+        dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible())
+        dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+C"))
+        assert dialog.apply()
+        assert backend.bound == {}  # still open: still released
+        assert gui.window.shortcuts.actions["start_stop"].shortcut().toString() == "Ctrl+Alt+C"  # in-app at once
+        dialog.reject()  # Cancel after Apply keeps what was applied
+        assert backend.bound["start_stop"] == "Ctrl+Alt+C"
+        gui.open_settings()  # and a second opening releases them again
+        assert backend.bound == {}
+        next(w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible()).accept()
+        assert backend.bound["start_stop"] == "Ctrl+Alt+C"
+    finally:
+        gui.shutdown()
