@@ -87,7 +87,7 @@ class ShortcutBinder(QObject):
         if clashes:
             self.messages.show_message(
                 f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
-                "Choose other keys in File > Settings….", "warning", "shortcuts")
+                "To use other keys, open File > Settings…", "warning", "shortcuts")
         if self.suspended:
             return
         self.messages.clear("global_shortcuts")
@@ -95,8 +95,8 @@ class ShortcutBinder(QObject):
         if self.global_problems:
             listed = "; ".join(f"{DESCRIPTIONS[a]}: {why}" for a, why in self.global_problems.items())
             self.messages.show_message(
-                f"Some shortcuts work only while a captioner window is active ({listed}). Choose other keys "
-                "in File > Settings….", "warning", "global_shortcuts")
+                f"Some shortcuts do not work from other applications ({listed}). To use other keys, open "
+                "File > Settings…", "warning", "global_shortcuts")
         elif self.global_shortcuts.backend is None and self.global_shortcuts.note:
             self.messages.show_message(self.global_shortcuts.note, "info", "global_shortcuts")
 

@@ -211,6 +211,7 @@ def test_a_shortcut_another_program_holds_is_reported(desktop, tmp_path):
         assert "Ctrl+Shift+T is already taken by another program" in ready["problems"]["toggle_click_through"]
         shown = " ".join(ready["messages"])
         assert "Ctrl+Shift+T is already taken by another program" in shown and "Settings" in shown
+        assert "even in captioner" in shown  # the holder gets the key whichever window has the focus
         # the other two still work desktop-wide
         desktop.start_xterm("focus-keeper")
         desktop.xdotool("key", "ctrl+shift+o")
@@ -415,3 +416,31 @@ def test_apply_in_the_open_settings_dialog_keeps_the_keys_released(settings, qtb
         assert backend.bound["start_stop"] == "Ctrl+Alt+C"
     finally:
         gui.shutdown()
+
+
+def test_a_taken_key_is_not_said_to_work_inside_captioner(settings, qtbot):
+    """A key another program holds goes to that program even while captioner has the focus (X11
+    delivers a grabbed key to the grabbing client; RegisterHotKey and Carbon likewise), so the
+    message must not say it "works only while a captioner window is active"; and no "…."."""
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QWidget
+
+    from captioner.ui.global_shortcuts import GlobalShortcuts
+    from captioner.ui.messages import MessageBar
+    from captioner.ui.shortcuts import ShortcutBinder
+
+    class Taken(RecordingBackend):
+        def bind(self, combos, activated, problem):
+            return {a: f"{c.text} is already taken by another program" for a, c in combos.items() if c.key == "T"}
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    actions = {a: QAction(a, host) for a in ("start_stop", "toggle_overlay", "toggle_click_through")}
+    bar = MessageBar()
+    qtbot.addWidget(bar)
+    binder = ShortcutBinder(settings, actions, [], bar, GlobalShortcuts(Taken()))
+    binder.apply()
+    (text,) = [t for t, _s, code in bar.messages() if code == "global_shortcuts"]
+    assert "Ctrl+Shift+T is already taken by another program" in text
+    assert "only while a captioner window is active" not in text and "from other applications" in text
+    assert "Settings…" in text and "…." not in text and ".." not in text

@@ -100,7 +100,7 @@ class X11Backend:
                 for extra in self.lock_variants:
                     self.root.ungrab_key(keycode, mods | extra)  # only ours are released
                 self.display.sync()
-                problems[action] = f"{combo.text} is already taken by another program"
+                problems[action] = f"{combo.text} is already taken by another program, which gets it even in captioner"
                 continue
             self._grabs[(keycode, mods)] = action
         return problems
