@@ -59,6 +59,18 @@ def test_whole_words_next_to_punctuation_phrases_and_lengths():
     assert mask_match("🖕") == "*"
 
 
+def test_an_english_word_inside_cjk_text_is_masked():
+    """Chinese and Japanese put no spaces between words, so a listed English word the model
+    writes next to Han, kana or Hangul is still a whole word; a Latin letter next to it is not."""
+    f = ProfanityFilter()
+    assert f.mask("他说shit了") == "他说s***了"
+    assert f.mask("日本語のfuckテスト") == "日本語のf***テスト"
+    assert f.mask("이건shit이다") == "이건s***이다"
+    assert f.mask("你好，fuck。") == "你好，f***。"
+    assert f.mask("cunté Scunthorpe shitake 你好Scunthorpe") == "cunté Scunthorpe shitake 你好Scunthorpe"
+    assert f.mask("你好") == "你好"  # CJK text itself is left as it is (the list is English)
+
+
 def test_user_words_are_added_and_listed_words_taken_out():
     f = ProfanityFilter(extra=["Heck", "  frick  off "], allowed=["ass"])
     assert f.mask("Heck, frick   off, heckle") == "H***, f****   o**, heckle"

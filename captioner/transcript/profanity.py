@@ -11,7 +11,9 @@ Rules:
 
 - A listed word or phrase matches only as whole words: the characters just before and
   after the match are not letters, digits or ``_`` (Unicode-aware, so "Scunthorpe",
-  "cocktail", "cunté" or "Essex" never match). Phrases match across any run of spaces.
+  "cocktail", "cunté" or "Essex" never match). Han, kana and Hangul count as a border
+  (:data:`CJK`): Chinese and Japanese write no spaces, so in "他说shit了" the English word
+  is whole. Phrases match across any run of spaces.
 - Case-insensitive: "Shit", "SHIT" and "shit" all match.
 - Masking keeps the first character of each matched word and replaces the rest with
   ``*``; spaces and the text around the match stay (``"piece of shit"`` -> ``"p**** o* s***"``,
@@ -34,6 +36,14 @@ from typing import Iterable
 
 #: Language of the shipped list (``glin_profanity`` dictionary name).
 WORDLIST_LANGUAGE = "english"
+#: Scripts written without spaces between words (or with particles joined to them), as regex
+#: class ranges: Hangul Jamo, CJK symbols to katakana, Hangul compatibility Jamo, CJK Extension
+#: A to the unified ideographs, Hangul syllables, compatibility ideographs, half-width kana,
+#: and the supplementary ideograph planes. A listed word may touch these and still be whole.
+CJK = ("\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+       "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f")
+#: One character that continues a word: a letter, digit or ``_`` that is not CJK.
+_WORD_CHAR = f"[^\\W{CJK}]"
 
 
 @functools.lru_cache(maxsize=1)
@@ -94,7 +104,8 @@ class ProfanityFilter:
         self.words: tuple[str, ...] = tuple(sorted(entries))
         if entries:
             alternatives = "|".join(_pattern(w) for w in sorted(entries, key=len, reverse=True))
-            self._regex: re.Pattern | None = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+            self._regex: re.Pattern | None = re.compile(
+                rf"(?<!{_WORD_CHAR})(?:{alternatives})(?!{_WORD_CHAR})", re.IGNORECASE)
         else:
             self._regex = None
 
