@@ -444,3 +444,37 @@ def test_a_taken_key_is_not_said_to_work_inside_captioner(settings, qtbot):
     assert "Ctrl+Shift+T is already taken by another program" in text
     assert "only while a captioner window is active" not in text and "from other applications" in text
     assert "Settings…" in text and "…." not in text and ".." not in text
+
+
+@needs_x
+def test_a_key_taken_after_a_keyboard_mapping_change_is_reported(desktop):
+    """A layout switch moves a shortcut's key to another keycode: the backend grabs it again
+    there, and when another client already holds that keycode the user is told (it used to go
+    silently dead)."""
+    from Xlib import X, XK
+    from Xlib import display as xdisplay
+
+    from captioner.ui.global_shortcuts.keys import parse
+    from captioner.ui.global_shortcuts.x11 import X11Backend
+
+    backend = X11Backend(desktop.display)
+    other = xdisplay.Display(desktop.display)
+    problems: list[str] = []
+    try:
+        assert backend.bind({"start_stop": parse("Ctrl+Shift+S")}, lambda _a: None, problems.append) == {}
+        s_code = other.keysym_to_keycode(XK.string_to_keysym("s"))
+        first, count = other.display.info.min_keycode, other.display.info.max_keycode - other.display.info.min_keycode + 1
+        mapping = other.get_keyboard_mapping(first, count)
+        free = next(first + i for i, syms in enumerate(mapping) if not any(syms) and first + i > s_code)
+        # "another program" holds Ctrl+Shift on the keycode where "s" is about to move
+        other.screen().root.grab_key(free, X.ControlMask | X.ShiftMask, False, X.GrabModeAsync, X.GrabModeAsync)
+        old_s = list(mapping[s_code - first])
+        other.change_keyboard_mapping(s_code, [[0] * len(old_s)])
+        other.change_keyboard_mapping(free, [old_s])  # the layout switch: "s" is now on `free`
+        other.sync()
+        taken = _wait(lambda: [p for p in problems if "already taken" in p], 10, "the problem report",
+                      poll=backend.dispatch)
+        assert "Ctrl+Shift+S is already taken by another program" in taken[0] and "keyboard layout" in taken[0]
+    finally:
+        backend.close()
+        other.close()
