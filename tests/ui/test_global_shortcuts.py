@@ -478,3 +478,26 @@ def test_a_key_taken_after_a_keyboard_mapping_change_is_reported(desktop):
     finally:
         backend.close()
         other.close()
+
+
+@pytest.mark.parametrize("text", ["S", "Shift+S", "Space", "Shift+1", "Return", "Left"])
+def test_a_key_that_types_is_never_grabbed_desktop_wide(settings, qtbot, text):
+    """Start/Stop on plain "S" (the dialog records whatever is pressed) used to be grabbed on the
+    root window: no application could get an "s" typed any more. Such a key is refused in the
+    dialog and, from a hand-edited settings file, not grabbed but reported."""
+    from PySide6.QtGui import QKeySequence
+
+    from captioner.ui.global_shortcuts import GlobalShortcuts
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    backend = RecordingBackend()
+    problems = GlobalShortcuts(backend).bind({"start_stop": text, "toggle_overlay": "F9"})
+    assert backend.bound == {"toggle_overlay": "F9"}  # a function key alone is fine
+    assert "Ctrl, Alt or the Super key" in problems["start_stop"] and text in problems["start_stop"]
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.shortcut_start.setKeySequence(QKeySequence(text))
+    assert not dialog.apply()
+    assert "Ctrl, Alt or the Super key" in dialog.error_label.text()
+    dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+S"))
+    assert dialog.apply()
