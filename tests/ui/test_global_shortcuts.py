@@ -70,7 +70,11 @@ class Desktop:
         self.env.pop("WAYLAND_DISPLAY", None)
         self.procs.append(subprocess.Popen(["openbox", "--sm-disable"], env=self.env,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        _wait(self._wm_running, 10, "openbox")
+        try:
+            _wait(self._wm_running, 30, "openbox")  # a loaded 2-core machine took over 10 s once
+        except BaseException:
+            self.close()  # the fixture never yields: nothing else would end Xvfb and openbox
+            raise
 
     def _wm_running(self) -> bool:
         """The window manager has announced itself on the root window (EWMH)."""
