@@ -69,6 +69,8 @@ def test_an_english_word_inside_cjk_text_is_masked():
     assert f.mask("你好，fuck。") == "你好，f***。"
     assert f.mask("cunté Scunthorpe shitake 你好Scunthorpe") == "cunté Scunthorpe shitake 你好Scunthorpe"
     assert f.mask("你好") == "你好"  # CJK text itself is left as it is (the list is English)
+    # a Chinese word the user adds is found inside Chinese text too (no spaces around it)
+    assert ProfanityFilter(extra=["傻逼"]).mask("你是傻逼吗？傻逼。") == "你是傻*吗？傻*。"
 
 
 #: Inflections and compounds of the strongest listed words, which the list itself does not hold.
