@@ -467,7 +467,8 @@ def test_a_key_taken_after_a_keyboard_mapping_change_is_reported(desktop):
     try:
         assert backend.bind({"start_stop": parse("Ctrl+Shift+S")}, lambda _a: None, problems.append) == {}
         s_code = other.keysym_to_keycode(XK.string_to_keysym("s"))
-        first, count = other.display.info.min_keycode, other.display.info.max_keycode - other.display.info.min_keycode + 1
+        info = other.display.info
+        first, count = info.min_keycode, info.max_keycode - info.min_keycode + 1
         mapping = other.get_keyboard_mapping(first, count)
         free = next(first + i for i, syms in enumerate(mapping) if not any(syms) and first + i > s_code)
         # "another program" holds Ctrl+Shift on the keycode where "s" is about to move
