@@ -59,6 +59,65 @@ def test_whole_words_next_to_punctuation_phrases_and_lengths():
     assert mask_match("🖕") == "*"
 
 
+def test_an_english_word_inside_cjk_text_is_masked():
+    """Chinese and Japanese put no spaces between words, so a listed English word the model
+    writes next to Han, kana or Hangul is still a whole word; a Latin letter next to it is not."""
+    f = ProfanityFilter()
+    assert f.mask("他说shit了") == "他说s***了"
+    assert f.mask("日本語のfuckテスト") == "日本語のf***テスト"
+    assert f.mask("이건shit이다") == "이건s***이다"
+    assert f.mask("你好，fuck。") == "你好，f***。"
+    assert f.mask("cunté Scunthorpe shitake 你好Scunthorpe") == "cunté Scunthorpe shitake 你好Scunthorpe"
+    assert f.mask("你好") == "你好"  # CJK text itself is left as it is (the list is English)
+    # a Chinese word the user adds is found inside Chinese text too (no spaces around it)
+    assert ProfanityFilter(extra=["傻逼"]).mask("你是傻逼吗？傻逼。") == "你是傻*吗？傻*。"
+
+
+#: Inflections and compounds of the strongest listed words, which the list itself does not hold.
+INFLECTED = ["fucked", "fucks", "fuckers", "motherfucking", "fuckwit", "Unfuckingbelievable", "shits", "shitting",
+             "shitted", "shitter", "bitchy", "bitching", "bitched", "cunts", "twats", "wanker", "wanking", "sluts",
+             "slutty", "bastards", "assholes", "dipshits", "shitheads", "jackasses", "dumbasses", "motherfuckers",
+             "cocksuckers", "faggots", "niggers", "niggas", "dildos", "jizzed", "FUCKED", "Shits"]
+#: Real words that a suffix rule on listed words would catch (butt+er, cock+ed, dick+er,
+#: retard+ing, tit+er, spic+y...) or that contain a stem: none of them may be masked.
+INFLECTION_INNOCENT = [
+    "butter", "buttered", "butted", "butting", "buttress", "cocked", "cocker", "cockerel", "cocking", "peacock",
+    "Hitchcock", "dicker", "dickering", "Dickens", "Dickinson", "retarding", "retarder", "titer", "titter", "titbit",
+    "spicy", "spicer", "scrape", "grapes", "drape", "rapeseed", "therapist", "analyst", "analyses", "assessed",
+    "classes", "passing", "assassin", "bassist", "cumin", "cumulus", "document", "shitake", "shiitake", "Essex",
+    "Sussex", "Middlesex", "sextant", "Scunthorpe", "cockpit", "hoedown", "snatched", "bitcoin", "twattle",
+    "Wankel", "slutch", "bastardise", "shittim", "pussycat", "rectangle", "knobbly", "suckling",
+    "cumulative", "Titanic", "assist",
+]
+
+
+def test_common_inflections_of_the_strongest_words_are_masked():
+    f = ProfanityFilter()
+    for word in INFLECTED:
+        assert f.mask(f"oh {word}!") == f"oh {word[0]}{'*' * (len(word) - 1)}!", word
+
+
+def test_the_inflection_rule_leaves_real_words_alone():
+    f = ProfanityFilter()
+    masked = [w for w in INFLECTION_INNOCENT if f.mask(w) != w]
+    assert masked == []
+    assert f.mask("cigarette butts") == "cigarette butts"  # "butt" takes no suffix: "butter", "butted"
+
+
+def test_ordinary_phrases_and_words_of_the_list_are_not_masked_unless_added():
+    """The shipped list was made to block search terms, where "girl on" or "tied up" begin a
+    query; in a caption they are everyday speech."""
+    from captioner.transcript.profanity import ORDINARY_SPEECH
+
+    assert set(ORDINARY_SPEECH) <= set(shipped_words())  # each is a real entry of the shipped list
+    f = ProfanityFilter()
+    text = ("The girl on the left is tied up; a big black dog; taste my soup; how to kill time; a huge fat cat; "
+            "world domination; a police escort; hardcore fans; a hot chick pea; snatch the ball; Rick Santorum.")
+    assert f.mask(text) == text
+    assert f.mask("tied up, shit") == "tied up, s***"  # the rest of the list still applies
+    assert ProfanityFilter(extra=["tied up", "escort"]).mask("tied up, an escort") == "t*** u*, an e*****"
+
+
 def test_user_words_are_added_and_listed_words_taken_out():
     f = ProfanityFilter(extra=["Heck", "  frick  off "], allowed=["ass"])
     assert f.mask("Heck, frick   off, heckle") == "H***, f****   o**, heckle"
@@ -184,3 +243,9 @@ def test_listen_mask_profanity_prints_and_writes_masked(tmp_path, monkeypatch):
     assert saved == "Oh s***, Scunthorpe is classic F*** cocktail Essex"
     journal = _journal_text(tmp_path / "journal")
     assert "shit," in journal and "FUCK" in journal
+
+
+def test_an_allowed_form_of_an_inflected_word_is_shown():
+    f = ProfanityFilter(allowed=["Shitting"])
+    assert f.mask("shitting, shits and shit") == "shitting, s**** and s***"
+    assert f.spans("shitting shit") == [(9, 13)]

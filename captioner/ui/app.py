@@ -98,7 +98,7 @@ class CaptionerApp:
         dialog.applied.connect(lambda: self.window.click_through_action.setChecked(self.overlay.click_through))
         # while it is open the desktop-wide keys are released, so they can be typed into its key fields
         self.window.shortcuts.suspend()
-        dialog.finished.connect(lambda _result: self.window.apply_shortcuts())
+        dialog.finished.connect(lambda _result: self.window.shortcuts.resume())
         dialog.open()
 
     def shutdown(self) -> None:

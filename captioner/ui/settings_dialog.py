@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from captioner.engine.qt_emit import emit
 from captioner.transcript.profanity import normalise_words
+from captioner.ui.global_shortcuts.keys import ComboError, check_global, parse
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
 from captioner.ui.qt_helpers import add_slider_row, standard_keys
 from captioner.ui.settings import Keys, Settings
@@ -201,12 +202,17 @@ class SettingsDialog(QDialog):
         return edit
 
     def shortcut_clash(self) -> str:
-        """Why the shortcuts cannot be used (two actions on one key), or ``""``."""
+        """Why the shortcuts cannot be used (two actions on one key, or a key that types: it
+        works desktop-wide, see :func:`~captioner.ui.global_shortcuts.keys.check_global`), or ``""``."""
         taken = fixed_shortcuts()
         for edit, name in self.shortcut_names.items():
             keys = edit.keySequence().toString()
             if not keys:
                 continue
+            try:
+                check_global(parse(edit.keySequence().toString(QKeySequence.SequenceFormat.PortableText)))
+            except ComboError as exc:
+                return f"“{name}”: {exc}."
             if keys in taken:
                 return (f"{keys} is already the shortcut for “{taken[keys]}”: with two actions on one key "
                         f"neither works. Choose another key for “{name}”, or clear one of them.")

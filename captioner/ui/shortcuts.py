@@ -57,6 +57,8 @@ class ShortcutBinder(QObject):
         self.global_shortcuts.activated.connect(self._activated)
         self.global_shortcuts.problem.connect(self._on_problem)  # a method: queued into the GUI thread
         self.global_problems: dict[str, str] = {}
+        #: True between :meth:`suspend` and :meth:`resume` (the settings dialog is open)
+        self.suspended = False
 
     def status(self) -> str:
         """One sentence for the settings dialog: where the shortcuts work."""
@@ -66,7 +68,8 @@ class ShortcutBinder(QObject):
         return f"These shortcuts work from any application ({g.name})."
 
     def apply(self) -> None:
-        """(Re)bind the three keys from the settings (at start and after the settings dialog)."""
+        """(Re)bind the three keys from the settings (at start, on Apply and after the settings
+        dialog); while :attr:`suspended` only in the app (desktop-wide on :meth:`resume`)."""
         taken = {seq.toString() for a in self.fixed for seq in a.shortcuts()}
         clashes = []
         wanted: dict[str, str] = {}
@@ -81,24 +84,33 @@ class ShortcutBinder(QObject):
             action.setShortcut(seq)
             wanted[action_id] = seq.toString(QKeySequence.SequenceFormat.PortableText)
         self.messages.clear("shortcuts")
-        self.messages.clear("global_shortcuts")
         if clashes:
             self.messages.show_message(
                 f"These shortcuts were already used by another action and are switched off: {', '.join(clashes)}. "
-                "Choose other keys in File > Settings….", "warning", "shortcuts")
+                "To use other keys, open File > Settings…", "warning", "shortcuts")
+        if self.suspended:
+            return
+        self.messages.clear("global_shortcuts")
         self.global_problems = self.global_shortcuts.bind(wanted)
         if self.global_problems:
             listed = "; ".join(f"{DESCRIPTIONS[a]}: {why}" for a, why in self.global_problems.items())
             self.messages.show_message(
-                f"Some shortcuts work only while a captioner window is active ({listed}). Choose other keys "
-                "in File > Settings….", "warning", "global_shortcuts")
+                f"Some shortcuts do not work from other applications ({listed}). To use other keys, open "
+                "File > Settings…", "warning", "global_shortcuts")
         elif self.global_shortcuts.backend is None and self.global_shortcuts.note:
             self.messages.show_message(self.global_shortcuts.note, "info", "global_shortcuts")
 
     def suspend(self) -> None:
         """Release the desktop-wide keys for a while (the settings dialog is open: a grabbed key
-        could not be typed into its key fields); :meth:`apply` takes them again."""
+        could not be typed into its key fields, it would run its action instead); :meth:`apply`
+        (the dialog's Apply) keeps them released, :meth:`resume` takes them again."""
+        self.suspended = True
         self.global_shortcuts.bind({})
+
+    def resume(self) -> None:
+        """Bind the keys desktop-wide again after :meth:`suspend` (the settings dialog closed)."""
+        self.suspended = False
+        self.apply()
 
     def _activated(self, action_id: str) -> None:
         action = self.actions.get(action_id)

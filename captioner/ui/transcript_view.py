@@ -9,8 +9,9 @@ final text of the open segments and the partial tail, styled apart.
 
 This is a view: it keeps no transcript of its own beyond what it shows, and writes
 no files (the session model and :mod:`captioner.transcript` do). With a ``mask`` (the
-profanity filter, :meth:`TranscriptView.set_mask`) it shows text masked; lines already
-in the pane stay as they were shown.
+profanity filter, :meth:`TranscriptView.set_mask`) it shows text masked; changing the mask
+re-shows every segment line already in the pane (it keeps each line's raw text for that), so
+the pane always agrees with the overlay and what Save as… writes.
 """
 
 from __future__ import annotations
@@ -84,12 +85,18 @@ class TranscriptView(QWidget):
         self._partials: dict[str, str] = {}
         #: (source, start, text) of each segment shown -> its block in the pane.
         self._segment_blocks: dict[tuple, int] = {}
+        #: block number -> (source, start, raw text) of every segment line, all runs (re-masking)
+        self._raw_lines: dict[int, tuple[str, float, str]] = {}
         self._separator_pending = False
         self.mask = None
 
     def set_mask(self, mask) -> None:
-        """Mask the text shown from now on with ``mask`` (None: as the model wrote it)."""
+        """Show the text masked with ``mask`` (None: as the model wrote it): the segment lines
+        already in the pane (only those whose text changes are rewritten), the live line and
+        everything after."""
         self.mask = mask
+        for block, (source, start, text) in self._raw_lines.items():
+            self._replace_line(block, segment_line(source, start, self._shown(text)))
         self._render_live()
 
     def _shown(self, text: str) -> str:
@@ -115,7 +122,8 @@ class TranscriptView(QWidget):
         self.append_line(RECOVERED_SESSION)
         for seg in segments:
             if seg.text.strip():
-                self.append_line(segment_line(seg.source, seg.start, self._shown(seg.text)))
+                block = self.append_line(segment_line(seg.source, seg.start, self._shown(seg.text)))
+                self._raw_lines[block] = (seg.source, seg.start, seg.text)
 
     # -- events ------------------------------------------------------------------------------
     def apply_event(self, ev: Event) -> None:
@@ -149,7 +157,8 @@ class TranscriptView(QWidget):
             if self._separator_pending:
                 self._separator_pending = False
                 self.append_line(NEW_SESSION)
-            self._segment_blocks[key] = self.append_line(line)
+            self._segment_blocks[key] = block = self.append_line(line)
+            self._raw_lines[block] = (seg.source, seg.start, seg.text)
             added = True
         self._render_live()
         return added
@@ -185,9 +194,19 @@ class TranscriptView(QWidget):
         block = self.editor.document().findBlockByNumber(block_number)
         if not block.isValid() or block.text() == line:
             return
+        old = block.text()
+        # only the part that differs is rewritten (a masked word), so the reader's selection and
+        # cursor elsewhere in the line stay where they are
+        head = 0
+        while head < min(len(old), len(line)) and old[head] == line[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(old), len(line)) - head and old[-1 - tail] == line[-1 - tail]:
+            tail += 1
         cursor = QTextCursor(block)
-        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
-        cursor.insertText(line)
+        cursor.setPosition(block.position() + head)
+        cursor.setPosition(block.position() + len(old) - tail, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(line[head:len(line) - tail])
 
     def toPlainText(self) -> str:  # noqa: N802 - mirrors QPlainTextEdit for scripts and tests
         """Everything the pane shows."""

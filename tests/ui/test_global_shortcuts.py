@@ -70,7 +70,11 @@ class Desktop:
         self.env.pop("WAYLAND_DISPLAY", None)
         self.procs.append(subprocess.Popen(["openbox", "--sm-disable"], env=self.env,
                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        _wait(self._wm_running, 10, "openbox")
+        try:
+            _wait(self._wm_running, 30, "openbox")  # a loaded 2-core machine took over 10 s once
+        except BaseException:
+            self.close()  # the fixture never yields: nothing else would end Xvfb and openbox
+            raise
 
     def _wm_running(self) -> bool:
         """The window manager has announced itself on the root window (EWMH)."""
@@ -211,6 +215,7 @@ def test_a_shortcut_another_program_holds_is_reported(desktop, tmp_path):
         assert "Ctrl+Shift+T is already taken by another program" in ready["problems"]["toggle_click_through"]
         shown = " ".join(ready["messages"])
         assert "Ctrl+Shift+T is already taken by another program" in shown and "Settings" in shown
+        assert "even in captioner" in shown  # the holder gets the key whichever window has the focus
         # the other two still work desktop-wide
         desktop.start_xterm("focus-keeper")
         desktop.xdotool("key", "ctrl+shift+o")
@@ -381,3 +386,123 @@ def test_settings_dialog_releases_the_keys_while_open_and_rebinds_after(settings
     finally:
         gui.shutdown()
     assert backend.bound == {}  # released on quit
+
+
+def test_apply_in_the_open_settings_dialog_keeps_the_keys_released(settings, qtbot, tmp_path, monkeypatch):
+    """Apply (not OK) used to grab the desktop-wide keys again while the dialog stayed open: a
+    shortcut typed into a key field then ran its action (Ctrl+Shift+O hid the overlay) instead
+    of being recorded. The new keys are bound in the app at once and desktop-wide on close."""
+    from PySide6.QtGui import QKeySequence
+    from PySide6.QtWidgets import QApplication
+
+    from captioner.ui.app import CaptionerApp
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    gui = CaptionerApp(settings)
+    qtbot.addWidget(gui.window)
+    qtbot.addWidget(gui.overlay)
+    backend = RecordingBackend()
+    gui.window.shortcuts.global_shortcuts.backend = backend
+    gui.window.apply_shortcuts()
+    try:
+        gui.open_settings()
+        dialog = next(w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible())
+        dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+C"))
+        assert dialog.apply()
+        assert backend.bound == {}  # still open: still released
+        assert gui.window.shortcuts.actions["start_stop"].shortcut().toString() == "Ctrl+Alt+C"  # in-app at once
+        dialog.reject()  # Cancel after Apply keeps what was applied
+        assert backend.bound["start_stop"] == "Ctrl+Alt+C"
+        gui.open_settings()  # and a second opening releases them again
+        assert backend.bound == {}
+        next(w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible()).accept()
+        assert backend.bound["start_stop"] == "Ctrl+Alt+C"
+    finally:
+        gui.shutdown()
+
+
+def test_a_taken_key_is_not_said_to_work_inside_captioner(settings, qtbot):
+    """A key another program holds goes to that program even while captioner has the focus (X11
+    delivers a grabbed key to the grabbing client; RegisterHotKey and Carbon likewise), so the
+    message must not say it "works only while a captioner window is active"; and no "…."."""
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QWidget
+
+    from captioner.ui.global_shortcuts import GlobalShortcuts
+    from captioner.ui.messages import MessageBar
+    from captioner.ui.shortcuts import ShortcutBinder
+
+    class Taken(RecordingBackend):
+        def bind(self, combos, activated, problem):
+            return {a: f"{c.text} is already taken by another program" for a, c in combos.items() if c.key == "T"}
+
+    host = QWidget()
+    qtbot.addWidget(host)
+    actions = {a: QAction(a, host) for a in ("start_stop", "toggle_overlay", "toggle_click_through")}
+    bar = MessageBar()
+    qtbot.addWidget(bar)
+    binder = ShortcutBinder(settings, actions, [], bar, GlobalShortcuts(Taken()))
+    binder.apply()
+    (text,) = [t for t, _s, code in bar.messages() if code == "global_shortcuts"]
+    assert "Ctrl+Shift+T is already taken by another program" in text
+    assert "only while a captioner window is active" not in text and "from other applications" in text
+    assert "Settings…" in text and "…." not in text and ".." not in text
+
+
+@needs_x
+def test_a_key_taken_after_a_keyboard_mapping_change_is_reported(desktop):
+    """A layout switch moves a shortcut's key to another keycode: the backend grabs it again
+    there, and when another client already holds that keycode the user is told (it used to go
+    silently dead)."""
+    from Xlib import X, XK
+    from Xlib import display as xdisplay
+
+    from captioner.ui.global_shortcuts.keys import parse
+    from captioner.ui.global_shortcuts.x11 import X11Backend
+
+    backend = X11Backend(desktop.display)
+    other = xdisplay.Display(desktop.display)
+    problems: list[str] = []
+    try:
+        assert backend.bind({"start_stop": parse("Ctrl+Shift+S")}, lambda _a: None, problems.append) == {}
+        s_code = other.keysym_to_keycode(XK.string_to_keysym("s"))
+        info = other.display.info
+        first, count = info.min_keycode, info.max_keycode - info.min_keycode + 1
+        mapping = other.get_keyboard_mapping(first, count)
+        free = next(first + i for i, syms in enumerate(mapping) if not any(syms) and first + i > s_code)
+        # "another program" holds Ctrl+Shift on the keycode where "s" is about to move
+        other.screen().root.grab_key(free, X.ControlMask | X.ShiftMask, False, X.GrabModeAsync, X.GrabModeAsync)
+        old_s = list(mapping[s_code - first])
+        other.change_keyboard_mapping(s_code, [[0] * len(old_s)])
+        other.change_keyboard_mapping(free, [old_s])  # the layout switch: "s" is now on `free`
+        other.sync()
+        taken = _wait(lambda: [p for p in problems if "already taken" in p], 10, "the problem report",
+                      poll=backend.dispatch)
+        assert "Ctrl+Shift+S is already taken by another program" in taken[0] and "keyboard layout" in taken[0]
+    finally:
+        backend.close()
+        other.close()
+
+
+@pytest.mark.parametrize("text", ["S", "Shift+S", "Space", "Shift+1", "Return", "Left"])
+def test_a_key_that_types_is_never_grabbed_desktop_wide(settings, qtbot, text):
+    """Start/Stop on plain "S" (the dialog records whatever is pressed) used to be grabbed on the
+    root window: no application could get an "s" typed any more. Such a key is refused in the
+    dialog and, from a hand-edited settings file, not grabbed but reported."""
+    from PySide6.QtGui import QKeySequence
+
+    from captioner.ui.global_shortcuts import GlobalShortcuts
+    from captioner.ui.settings_dialog import SettingsDialog
+
+    backend = RecordingBackend()
+    problems = GlobalShortcuts(backend).bind({"start_stop": text, "toggle_overlay": "F9"})
+    assert backend.bound == {"toggle_overlay": "F9"}  # a function key alone is fine
+    assert "Ctrl, Alt or the Super key" in problems["start_stop"] and text in problems["start_stop"]
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.shortcut_start.setKeySequence(QKeySequence(text))
+    assert not dialog.apply()
+    assert "Ctrl, Alt or the Super key" in dialog.error_label.text()
+    dialog.shortcut_start.setKeySequence(QKeySequence("Ctrl+Alt+S"))
+    assert dialog.apply()

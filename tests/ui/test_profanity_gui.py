@@ -11,6 +11,7 @@ from ui_fakes import run_and_stop, speech
 
 from captioner.ui.caption_model import CaptionModel
 from captioner.events import TextDelta
+from captioner.transcript.model import Segment
 from captioner.transcript.profanity import ProfanityFilter
 from captioner.ui.settings import Keys, profanity_filter
 from captioner.ui.settings_dialog import SettingsDialog
@@ -91,3 +92,46 @@ def test_a_word_split_across_deltas_and_the_partial_is_masked():
     assert line.raw_final + line.raw_partial == "oh fuck"
     model.apply(TextDelta("ck off Scunthorpe", 0.1, 0.3, True, "You"))
     assert line.text == "You: oh f*** off Scunthorpe"
+
+
+def test_the_pane_follows_the_setting_for_lines_already_shown(make_window, settings, qtbot, said, tmp_path):
+    """Turning the filter on (Settings > Apply) masks what the pane already shows, and turning it
+    off shows the words again: the pane, the overlay and Save as… always agree."""
+    win, record = make_window(audio=said)
+    run_and_stop(qtbot, win, record)
+    win.transcript_view.add_recovered([Segment("You", 9.0, 9.5, " recovered shit here")])
+    pane = win.transcript_view.toPlainText()
+    assert "oh shit Scunthorpe classic FUCK cocktail" in pane and "recovered shit here" in pane
+    settings.set(Keys.MASK_PROFANITY, True)
+    win.apply_text_mask()
+    pane = win.transcript_view.toPlainText()
+    assert "oh s*** Scunthorpe classic F*** cocktail" in pane and "recovered s*** here" in pane
+    assert "shit" not in pane and "FUCK" not in pane
+    settings.set(Keys.MASK_PROFANITY, False)
+    win.apply_text_mask()
+    pane = win.transcript_view.toPlainText()
+    assert "oh shit Scunthorpe classic FUCK cocktail" in pane and "recovered shit here" in pane
+
+
+def test_remasking_the_pane_keeps_the_readers_selection_and_new_runs(qtbot):
+    from PySide6.QtGui import QTextCursor
+
+    from captioner.ui.transcript_view import TranscriptView
+
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.show_segment(Segment("You", 0.0, 1.0, " first line"))
+    view.show_segment(Segment("You", 1.0, 2.0, " what the fuck"))
+    view.begin_run()  # a second run: its lines follow the separator
+    view.show_segment(Segment("You", 0.0, 1.0, " shit again"))
+    cursor = view.editor.textCursor()
+    second = view.editor.document().findBlockByNumber(1).position()
+    cursor.setPosition(second)
+    cursor.setPosition(second + len("[0:01] You: what"), QTextCursor.MoveMode.KeepAnchor)
+    view.editor.setTextCursor(cursor)  # the reader selected the start of the line that changes
+    view.set_mask(ProfanityFilter())
+    assert view.toPlainText().splitlines() == [
+        "[0:00] You: first line", "[0:01] You: what the f***", "— new session —", "[0:00] You: s*** again"]
+    assert view.editor.textCursor().selectedText() == "[0:01] You: what"
+    view.set_mask(None)
+    assert view.toPlainText().splitlines()[1] == "[0:01] You: what the fuck"

@@ -34,7 +34,7 @@ from PySide6.QtCore import QObject, QSocketNotifier, Signal
 from PySide6.QtGui import QGuiApplication
 
 from captioner.engine.qt_emit import emit
-from captioner.ui.global_shortcuts.keys import Combo, ComboError, parse
+from captioner.ui.global_shortcuts.keys import Combo, ComboError, check_global, parse
 
 #: Action id -> what it does, as the desktop (portal) and the messages name it.
 ACTION_DESCRIPTIONS = {
@@ -149,7 +149,8 @@ class GlobalShortcuts(QObject):
         replacing the previous ones.
 
         Returns:
-            action id -> why it is not global (also kept in :attr:`problems`); empty when
+            action id -> why it is not global (also kept in :attr:`problems`: a key taken, or
+            one that types, see :func:`~.keys.check_global`); empty when
             every one was registered, or when there is no mechanism (see :attr:`note`).
         """
         combos: dict[str, Combo] = {}
@@ -158,7 +159,7 @@ class GlobalShortcuts(QObject):
             if not text:
                 continue
             try:
-                combos[action] = parse(text)
+                combos[action] = check_global(parse(text))
             except ComboError as exc:
                 problems[action] = str(exc)
         if self.backend is not None:

@@ -61,6 +61,24 @@ def parse(text: str) -> Combo:
     return Combo(tuple(m for m in MODIFIERS if m in mods), key)
 
 
+#: Keys that may be a desktop-wide shortcut with no Ctrl, Alt or Meta: they type nothing.
+STANDALONE_KEYS = frozenset({f"F{n}" for n in range(1, 36)} | {"Pause", "Print", "ScrollLock", "Menu"})
+
+
+def check_global(combo: Combo) -> Combo:
+    """``combo`` if it can be taken desktop-wide.
+
+    Raises:
+        ComboError: a key that types or edits (a letter, digit, Space, Return, an arrow...) with
+            no Ctrl, Alt or Meta (Shift alone does not count): grabbed, no other application
+            could get it any more ("S" would stop you typing "s" anywhere).
+    """
+    if not set(combo.modifiers) & {"Ctrl", "Alt", "Meta"} and combo.key not in STANDALONE_KEYS:
+        raise ComboError(f"{combo.text} alone would be taken from every other application (you could not type "
+                         "it there); add Ctrl, Alt or the Super key")
+    return combo
+
+
 #: Qt key name -> X11 keysym name (letters are lower-case keysyms; digits and F-keys are their own names).
 X11_KEYSYMS = {
     "Space": "space", "Esc": "Escape", "Tab": "Tab", "Backspace": "BackSpace", "Return": "Return",

@@ -110,7 +110,7 @@ class MacBackend:
                 self._refs[n] = ref
                 self._ids[n] = action
             elif status == EVENT_HOT_KEY_EXISTS_ERR:
-                problems[action] = f"{combo.text} is already taken by another app"
+                problems[action] = f"{combo.text} is already taken by another app, which gets it even in captioner"
             else:
                 problems[action] = f"{combo.text} could not be registered (Carbon error {status})"
         return problems

@@ -88,7 +88,7 @@ class WindowsBackend:
             if user32.RegisterHotKey(None, n, mods, vk):
                 ids[n] = action
             elif ctypes.get_last_error() == ERROR_HOTKEY_ALREADY_REGISTERED:
-                problems[action] = f"{text} is already taken by another program"
+                problems[action] = f"{text} is already taken by another program, which gets it even in captioner"
             else:
                 problems[action] = f"{text} could not be registered (Windows error {ctypes.get_last_error()})"
         registered.set()

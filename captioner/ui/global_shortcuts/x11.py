@@ -12,8 +12,8 @@ The backend has its own X connection (not Qt's). It never blocks: the caller wat
 :meth:`X11Backend.fileno` (``QSocketNotifier``) and calls :meth:`X11Backend.dispatch`, which
 handles only events already received. A held key's auto-repeat (a release and a press
 with the same server time) fires once. When the keyboard mapping changes (``MappingNotify``,
-a layout switch) the combinations whose keys moved are grabbed again; a combination that
-becomes taken then is not reported (only :meth:`X11Backend.bind` reports).
+a layout switch) the combinations whose keys moved are grabbed again; one that is taken
+on its new key is reported through the ``problem`` callback given to :meth:`X11Backend.bind`.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ class X11Backend:
         self._grabs: dict[tuple[int, int], str] = {}  # (keycode, modifier mask) -> action id
         self._released: dict[int, int] = {}  # keycode -> server time of its last release
         self._activated: Callable[[str], None] | None = None
+        self._problem: Callable[[str], None] | None = None
         self._combos: dict[str, Combo] = {}
 
     def _mask_of(self, keysym: int) -> int:
@@ -78,6 +79,7 @@ class X11Backend:
         """
         self._ungrab_all()
         self._activated = activated
+        self._problem = problem
         self._combos = dict(combos)
         problems = {}
         for action, combo in combos.items():
@@ -100,7 +102,7 @@ class X11Backend:
                 for extra in self.lock_variants:
                     self.root.ungrab_key(keycode, mods | extra)  # only ours are released
                 self.display.sync()
-                problems[action] = f"{combo.text} is already taken by another program"
+                problems[action] = f"{combo.text} is already taken by another program, which gets it even in captioner"
                 continue
             self._grabs[(keycode, mods)] = action
         return problems
@@ -108,10 +110,12 @@ class X11Backend:
     def dispatch(self) -> None:
         """Handle the events that have arrived (never waits for more)."""
         d = self.display
+        remapped = False
         while d.pending_events():
             ev = d.next_event()
             if ev.type == X.MappingNotify and ev.request == X.MappingKeyboard:
-                self._remapped(ev)
+                d.refresh_keyboard_mapping(ev)
+                remapped = True  # grabbed again once every change that arrived is known
             elif ev.type == X.KeyRelease:
                 self._released[ev.detail] = ev.time
             elif ev.type == X.KeyPress:
@@ -121,16 +125,21 @@ class X11Backend:
                 action = self._grabs.get((ev.detail, state))
                 if action is not None and self._activated is not None:
                     self._activated(action)
+        if remapped:
+            self._remapped()
 
-    def _remapped(self, ev) -> None:
+    def _remapped(self) -> None:
         """The keyboard mapping changed (a layout switch): grab again where a key moved."""
-        self.display.refresh_keyboard_mapping(ev)
         now = {}
         for action, combo in self._combos.items():
             keysym = XK.string_to_keysym(x11_keysym_name(combo))
             now[action] = self.display.keysym_to_keycode(keysym) if keysym else 0
         if any(now.get(action) != keycode for (keycode, _m), action in self._grabs.items()):
-            self.bind(self._combos, self._activated or (lambda _a: None))
+            problems = self.bind(self._combos, self._activated or (lambda _a: None), self._problem)
+            if problems and self._problem is not None:
+                self._problem("After the keyboard layout changed, some shortcuts no longer work from other "
+                              f"applications: {'; '.join(problems.values())}. To use other keys, open "
+                              "File > Settings…")
 
     def _ungrab_all(self) -> None:
         for keycode, mods in self._grabs:
