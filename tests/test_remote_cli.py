@@ -237,3 +237,23 @@ def test_an_interrupted_run_writes_the_output_and_opens_no_new_session(tmp_path,
     assert text == [f"w{k}" for k in words if k][: len(text)], (" ".join(text), err)  # in order, none twice
     # Stop must be done within 2 s; the child's interpreter start-up is not part of it, its exit is
     assert took < 4.0, f"{command} took {took:.1f} s to stop after {signame}"
+
+
+def test_cue_start_times_follow_the_script_across_a_reconnect(tmp_path):
+    """A word's cue starts at its own step (audio time), also after a 1001 close: the audio
+    sent again around the seam (from step 4, where the last word said began: earlier than the
+    delay + look-ahead before step 12) keeps its stream position, so the new session's steps
+    map back to where the words were spoken."""
+    import srt
+
+    script = Script(text={2: " The", 3: " meeting", 4: " starts."}, close_after_steps=(12, 1001),
+                    text_by_connection={1: {16: " Thank", 17: " you."}})  # generation steps 16-17 = stream 20-21
+    sf.write(tmp_path / "w.wav", word_audio([0] * 40), 16000)
+    with ScriptedServer(script) as srv:
+        r = _cli(["transcribe", "w.wav", "--backend", "remote", "--model", srv.url, "-o", "out.srt"], tmp_path)
+        resent_from = 40 * 1280 - srv.connections[1].received.size
+    assert r.returncode == 0, r.stderr
+    assert resent_from == 4 * 1280
+    cues = list(srt.parse((tmp_path / "out.srt").read_text(encoding="utf-8")))
+    assert [(c.content, round(c.start.total_seconds(), 3)) for c in cues] == [
+        ("The meeting starts.", 0.16), ("Thank you.", 1.60)]

@@ -191,7 +191,7 @@ class Generation:
         with s._cond:
             needed = g_end - P.STEP_SAMPLES + s._lag  # the audio this delta needed
             s._next_need = needed + P.STEP_SAMPLES
-            s._buffer.confirm(stream_end if self.seam is None else max(stream_end, self.seam))
+            s._buffer.confirm(stream_end)  # never moves back (audio resent before a seam)
             while self.inflight and self.inflight[0].gen_start + self.inflight[0].samples <= g_end:
                 self.inflight.popleft()
             for p in self.inflight:  # client latency: from pushing the piece that completed this step's need

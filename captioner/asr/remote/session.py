@@ -85,8 +85,10 @@ class SessionLoop:
                 elif outage_since is not None:
                     self._reconnected(seam or 0, time.monotonic() - outage_since, reason)
                 outage_since = None
+                clean = False  # True only after transcription.done: then the close handshake is polite
                 try:
                     await self._generation(ws, Generation(self, None if first else seam), first)
+                    clean = True
                     self._done.set()
                     return
                 except EndedWithoutDone as exc:
@@ -122,7 +124,7 @@ class SessionLoop:
                     with self._cond:
                         self._connected = False
                         self._cond.notify_all()
-                    if self._done.is_set():
+                    if clean:
                         try:
                             await asyncio.wait_for(ws.close(), 0.5)
                         except Exception:  # noqa: BLE001 - a slow close handshake: drop it

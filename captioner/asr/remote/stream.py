@@ -399,8 +399,7 @@ class RemoteStream(SessionLoop):
             if i == 0 and not piece[:1].isspace() and self._said_words:
                 self._said_words[-1] += w  # continues the word before
                 continue
-            if i == 0:
-                self._open_word = stream_pos
+            self._open_word = stream_pos  # a word begins in this delta's step
             if w:
                 self._said_words.append(w)
 
