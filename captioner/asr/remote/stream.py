@@ -312,7 +312,7 @@ class RemoteStream(SessionLoop):
         c = self.config
         t0 = time.monotonic()
         cap = c.reconnect_give_up_s + c.connect_timeout_s + c.greet_timeout_s + 2 * pending_s + 30.0
-        while not self._over.wait(0.02):
+        while not (self._over.wait(0.02) or self._done.is_set()):  # done: the polite close is not waited for
             now = time.monotonic()
             if self._stopping and now > self._stop_at + c.stop_flush_s or now > t0 + cap:
                 break
