@@ -163,6 +163,8 @@ class ScriptedServer:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """Block until ``predicate()`` (checked whenever a connection changes) or timeout."""

@@ -87,6 +87,7 @@ class Generation:
         return self.final_sent or self.map.gen_end >= self.deltas * P.STEP_SAMPLES + self.s._lag + P.STEP_SAMPLES
 
     def time_at(self, g: int) -> float:
+        """Stream time (s) of generation sample ``g``."""
         return self.map.stream_at(g) / P.SAMPLE_RATE
 
     def _repeated(self, key: str) -> bool:

@@ -35,6 +35,7 @@ class Piece:
 
     @property
     def samples(self) -> int:
+        """Samples in ``pcm`` (2 bytes each)."""
         return len(self.pcm) // 2
 
     def tail(self, stream_pos: int) -> "Piece":
@@ -68,6 +69,7 @@ class ResendBuffer:
         self.transcribed = 0
 
     def queue(self, piece: Piece) -> None:
+        """Append ``piece`` to the audio waiting to be sent."""
         self.out.append(piece)
         self.out_samples += piece.samples
 
@@ -81,6 +83,7 @@ class ResendBuffer:
         return piece
 
     def mark_sent(self, piece: Piece) -> None:
+        """Keep a sent real piece for a resend (keep-alive silence is never resent)."""
         if piece.stream_pos is not None:
             self.sent.append(piece)
 

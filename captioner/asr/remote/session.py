@@ -80,6 +80,9 @@ class SessionLoop:
                     await asyncio.sleep(delay)
                     continue
                 attempt = 0
+                with self._cond:  # before open() returns: the first steps wait for their answers
+                    self._connected = True
+                    self._cond.notify_all()
                 if first:
                     self._greeted()
                 elif outage_since is not None:
@@ -195,9 +198,6 @@ class SessionLoop:
             Fatal: the server refused the session for good (the message says why).
             EndedWithoutDone: the end rule fired after the final commit.
         """
-        with self._cond:
-            self._connected = True
-            self._cond.notify_all()
         sender = asyncio.ensure_future(self._send_loop(ws, gen))
         receiver = asyncio.ensure_future(self._recv_loop(ws, gen, first))
         try:
