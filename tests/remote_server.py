@@ -20,9 +20,12 @@ DESIGN section 2 "Remote"), on the same ``websockets`` library the client uses:
 
 What it says is scripted (:class:`Script`): text per step (or decoded from the audio: a
 step whose samples hold the constant ``k / 1000`` says word ``wk``), VAD probabilities per
-step, and faults (close with a code, abrupt drop, silence, slow reading, error events).
-Every received sample is counted per connection, so tests can prove nothing was lost or
-sent twice.
+step, and faults (close with a code, abrupt drop, silence, slow reading, error events with
+any code, malformed frames, no ``transcription.done``). Every received sample is counted per
+connection, so tests can prove nothing was lost or sent twice.
+
+:class:`Relay` is a loopback TCP relay in front of it that can stop forwarding while keeping
+both sockets open: the half-open connection a flaky network or a hung proxy leaves behind.
 """
 
 from __future__ import annotations
@@ -61,6 +64,11 @@ class Script:
         text: token index (0-based, per generation) -> delta text; tokens not listed send "".
         words_from_audio: token ``k`` says the word held by audio step ``k`` (see
             :func:`word_audio`) instead.
+        word_at_end: with ``words_from_audio``, a word held by several steps in a row is said
+            once, by the token of its last step, and only when this generation heard its first
+            step after something else (silence or another word): a session that starts in the
+            middle of a word cannot recognise it, as a real model cannot.
+        text_by_connection: connection number -> ``text`` for that connection instead.
         vad: step -> eot probabilities per horizon (None = no VAD heads: no VAD events).
         close_after_steps: (steps, code) close the socket after that many steps of a connection.
         drop_after_steps: abort the TCP connection after that many steps.
@@ -68,6 +76,9 @@ class Script:
             after a binary frame (its ``receive_text`` fails): a normal close, no error event.
         binary_frame_at_step: send a binary frame to the client at that step (then go on).
         error_at_step: (step, code) send that error event at that step of the first generation.
+        errors: step -> code: error events at those steps (any code, also unknown ones).
+        bad_frame_at_step: step -> raw text frame sent after that step's delta (not JSON, ...).
+        no_done: after ``final`` send every delta but never ``transcription.done``.
         processing_error_at_step: fail the first generation there (error, no done).
         processing_error_always: ... and every later generation too (a broken server).
         silent: send session.created and then never anything else.
@@ -78,12 +89,17 @@ class Script:
 
     text: dict[int, str] = field(default_factory=dict)
     words_from_audio: bool = False
+    word_at_end: bool = False
+    text_by_connection: dict[int, dict[int, str]] = field(default_factory=dict)
     vad: dict[int, list[float]] | Callable[[int], list[float]] | None = None
     close_after_steps: tuple[int, int] | None = None
     drop_after_steps: int | None = None
     binary_after_steps: int | None = None
     binary_frame_at_step: int | None = None
     error_at_step: tuple[int, str] | None = None
+    errors: dict[int, str] = field(default_factory=dict)
+    bad_frame_at_step: dict[int, str] = field(default_factory=dict)
+    no_done: bool = False
     processing_error_at_step: int | None = None
     processing_error_always: bool = False
     silent: bool = False
@@ -147,6 +163,8 @@ class ScriptedServer:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
         """Block until ``predicate()`` (checked whenever a connection changes) or timeout."""
@@ -203,7 +221,7 @@ class ScriptedServer:
         faults = number == self.script.faults_on_connection
         s = self.script
         await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}", "created": int(time.time())}))
-        state = {"validated": False, "language": "zh", "delay": None, "generation": None}
+        state = {"validated": False, "language": "zh", "delay": None, "generation": None, "number": number}
         try:
             while True:
                 if s.read_pause_s and faults and conn.samples and not state.get("paused"):
@@ -282,6 +300,8 @@ class ScriptedServer:
                 total = -(-len(gen["audio"]) // STEP) + 11  # with the right padding
                 while state["generation"] is gen and gen["steps"] < total:
                     await self._step(ws, conn, state, faults)
+                if state["generation"] is gen and s.no_done:
+                    return  # the generation never ends (a server that loses the done)
                 if state["generation"] is gen:
                     await ws.send(json.dumps({"type": "transcription.done", "text": gen["text"],
                                               "usage": {"prompt_tokens": 16, "completion_tokens": gen["steps"],
@@ -314,6 +334,8 @@ class ScriptedServer:
             return await self._error(ws, "CUDA error: scripted failure", "processing_error")
         if faults and s.error_at_step and s.error_at_step[0] == k:
             await self._error(ws, "scripted error", s.error_at_step[1])
+        if faults and k in s.errors:
+            await self._error(ws, "scripted error", s.errors[k])
         await ws.send(json.dumps({"type": "metrics.delta", "step_index": k, "step_ms": 21.5, "audio_ms": 80.0,
                                   "rtf": 0.27, "rtf_ema": 0.26, "gpu_memory_used_bytes": 12_900_000_000,
                                   "gpu_memory_total_bytes": 24_000_000_000, "gpu_memory_used_ratio": 0.54}))
@@ -324,15 +346,19 @@ class ScriptedServer:
                                       "predicted_classes": [0 if p > 0.5 else 1 for p in eot],
                                       "probabilities": probs, "eot_probabilities": eot,
                                       "selected_eot_horizon_seconds": 1.0, "selected_eot_probability": eot[1]}))
-        if s.words_from_audio:
+        if s.words_from_audio and s.word_at_end:
+            delta = _word_at_end(gen["audio"], k)
+        elif s.words_from_audio:
             word = int(round(float(np.median(chunk)) * 1000)) if len(chunk) else 0
             delta = f" w{word}" if word > 0 else ""
         else:
-            delta = s.text.get(k, "")
+            delta = s.text_by_connection.get(state["number"], s.text).get(k, "")
         gen["text"] += delta
         gen["steps"] += 1
         conn.transcribed[-1].append(k)
         await ws.send(json.dumps({"type": "transcription.delta", "delta": delta}))
+        if faults and k in s.bad_frame_at_step:
+            await ws.send(s.bad_frame_at_step[k])
         if faults and s.binary_frame_at_step == conn.steps:
             await ws.send(b"\x00\x01")
         if faults and s.binary_after_steps == conn.steps:
@@ -341,6 +367,119 @@ class ScriptedServer:
             raise _Close(s.close_after_steps[1])
         if faults and s.drop_after_steps == conn.steps:
             raise _Drop()
+
+
+def _step_word(audio: np.ndarray, k: int) -> int:
+    chunk = audio[k * STEP : (k + 1) * STEP]
+    return int(round(float(np.median(chunk)) * 1000)) if len(chunk) else 0
+
+
+def _word_at_end(audio: np.ndarray, k: int) -> str:
+    """Token ``k`` of the ``word_at_end`` decoder: the word whose last step is ``k``, if heard from its start."""
+    word = _step_word(audio, k)
+    if word <= 0 or _step_word(audio, k + 1) == word:
+        return ""
+    first = k
+    while first > 0 and _step_word(audio, first - 1) == word:
+        first -= 1
+    return f" w{word}" if first > 0 else ""  # first == 0: the generation began inside the word
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 in front of ``upstream_port`` (a thread per direction).
+
+    :meth:`stall` makes every open connection stop forwarding in both directions while both
+    sockets stay open (nothing is read, nothing closed: a half-open path). ``hold_new`` makes
+    new connections hang the same way from the start (a connect that never completes its
+    handshake). Use as a context manager; ``url`` is the relayed server address.
+    """
+
+    def __init__(self, upstream_port: int, path: str = "/v1/realtime") -> None:
+        self.upstream_port = upstream_port
+        self.path = path
+        self.hold_new = False
+        self.accepted = 0
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(8)
+        self._listener.settimeout(0.05)
+        self.port = self._listener.getsockname()[1]
+        self._pairs: list[tuple[socket.socket, socket.socket, threading.Event]] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}{self.path}"
+
+    def __enter__(self) -> "Relay":
+        t = threading.Thread(target=self._accept, daemon=True)
+        t.start()
+        self._threads.append(t)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._closing.set()
+        with self._lock:
+            pairs = list(self._pairs)
+        for a, b, _ in pairs:
+            for sock in (a, b):
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+        for t in self._threads:
+            t.join(5)
+        self._listener.close()
+
+    def stall(self) -> None:
+        """Stop forwarding on every open connection; keep both sockets open."""
+        with self._lock:
+            for _, _, frozen in self._pairs:
+                frozen.set()
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except (TimeoutError, socket.timeout):
+                continue
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            for sock in (client, upstream):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            frozen = threading.Event()
+            if self.hold_new:
+                frozen.set()
+            with self._lock:
+                self._pairs.append((client, upstream, frozen))
+                self.accepted += 1
+            for src, dst in ((client, upstream), (upstream, client)):
+                t = threading.Thread(target=self._pump, args=(src, dst, frozen), daemon=True)
+                t.start()
+                self._threads.append(t)
+
+    def _pump(self, src: socket.socket, dst: socket.socket, frozen: threading.Event) -> None:
+        import select
+
+        while not self._closing.is_set():
+            if frozen.is_set():
+                self._closing.wait(0.05)  # hold everything: read nothing, close nothing
+                continue
+            try:
+                ready, _, _ = select.select([src], [], [], 0.05)
+                if not ready or frozen.is_set():
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    dst.shutdown(socket.SHUT_WR)
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
 
 
 class _Drop(Exception):

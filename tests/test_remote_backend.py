@@ -19,7 +19,8 @@ from captioner.engine.session import StreamingSession  # noqa: E402
 from captioner.events import VoiceActivity, Notice, TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
 from tests.remote_server import STEP, Script, ScriptedServer, word_audio  # noqa: E402
 
-FAST = dict(busy_timeout_s=1.0, answer_timeout_s=2.0, greet_timeout_s=2.0, connect_timeout_s=2.0,
+# the stall timeout and the end rule keep their defaults: their values are what the tests check
+FAST = dict(busy_timeout_s=1.0, greet_timeout_s=2.0, connect_timeout_s=2.0,
             backoff_s=0.05, backoff_max_s=0.2, reconnect_give_up_s=5.0)
 
 
@@ -126,9 +127,8 @@ def test_text_after_the_audio_ends_is_timed_at_the_end():
     assert d.text == " last" and d.end == pytest.approx(0.64)
 
 
-@pytest.mark.parametrize("code", ["invalid_json", "invalid_event", "model_not_found", "invalid_audio",
-                                  "model_not_validated", "unknown_event"])
-def test_error_codes_become_clear_messages(code):
+@pytest.mark.parametrize("code", ["invalid_event", "model_not_found", "model_not_validated"])
+def test_fatal_error_codes_become_clear_messages(code):
     with ScriptedServer(Script(text={1: " kept"}, error_at_step=(4, code))) as srv:
         backend = _backend(srv.url)
         session = StreamingSession(backend, "f")
@@ -138,6 +138,42 @@ def test_error_codes_become_clear_messages(code):
                 events += session.feed(np.zeros(STEP, np.float32))
     assert P.ERROR_MESSAGES[code] in str(err.value) and srv.url in str(err.value) and code in str(err.value)
     assert _text(events) == " kept"  # the text before the error was delivered first
+
+
+@pytest.mark.parametrize("code", ["quota_exceeded", "invalid_json", "invalid_audio", "unknown_event"])
+def test_an_unknown_or_single_error_is_reported_and_skipped(code):
+    # errors never close the socket (DESIGN section 2): one of them must not end the run
+    with ScriptedServer(Script(text={1: " before", 12: " after"}, errors={4: code})) as srv:
+        events = _run(_backend(srv.url), np.zeros(STEP * 20, np.float32))
+        conns = len(srv.connections)
+    assert _text(events) == " before after" and conns == 1  # no reconnect, nothing lost
+    (notice,) = [e for e in events if isinstance(e, Notice) and e.code == "remote_server_error"]
+    assert code in notice.message and "skipped" in notice.message and notice.severity == "warning"
+
+
+def test_a_repeated_error_ends_the_run_clearly():
+    with ScriptedServer(Script(text={1: " kept"}, errors={4: "invalid_audio", 5: "invalid_audio",
+                                                           6: "invalid_audio"})) as srv:
+        with pytest.raises(BackendError, match=r"refused an audio packet.*3 times"):
+            _run(_backend(srv.url), np.zeros(STEP * 30, np.float32))
+
+
+@pytest.mark.parametrize("frame", ["{not json", '{"no": "type"}', "[1, 2]"])
+def test_a_single_bad_frame_is_reported_and_skipped(frame):
+    script = Script(words_from_audio=True, bad_frame_at_step={6: frame})
+    events, audio, received, conns = _word_run(script, WORDS)
+    assert conns == 1 and _text(events) == "".join(f" w{k}" for k in WORDS if k)
+    (notice,) = [e for e in events if isinstance(e, Notice) and e.code == "remote_bad_frame"]
+    assert "skipped" in notice.message
+    np.testing.assert_array_equal(received, _pcm_round_trip(audio))  # every sample once
+
+
+def test_repeated_bad_frames_reconnect_and_keep_every_word():
+    script = Script(words_from_audio=True, bad_frame_at_step={6: "x", 7: "y", 8: "z"})
+    events, audio, received, conns = _word_run(script, WORDS)
+    assert conns == 2 and _text(events) == "".join(f" w{k}" for k in WORDS if k)
+    assert "3 bad frames" in next(e.message for e in events if isinstance(e, Notice)
+                                  and e.code == "remote_reconnecting")
 
 
 def test_wrong_model_name_is_refused_clearly():
@@ -170,11 +206,12 @@ def test_reconnect_keeps_every_word_and_transcribes_audio_exactly_once(fault):
     expected = "".join(f" w{k}" for k in WORDS if k)
     assert _text(events) == expected  # every word once: none lost in the delay, none repeated
     # the server had sent tokens for steps 0-14 (it held 7 more steps for the 480 ms delay):
-    # the new session gets exactly the audio from step 15 on, so each step is transcribed once
+    # the new session gets the audio from the delay + look-ahead (7 steps) before step 15 on,
+    # and what it says again about steps 8-14 is dropped
     first, second = _word_run.last
     pcm = _pcm_round_trip(audio)
     np.testing.assert_array_equal(first[: 15 * STEP], pcm[: 15 * STEP])
-    np.testing.assert_array_equal(second, pcm[15 * STEP :])
+    np.testing.assert_array_equal(second, pcm[8 * STEP :])
     assert _word_run.transcribed[0] == [list(range(15))]
     codes = _codes(events)
     assert "remote_reconnecting" in codes and "remote_reconnected" in codes
@@ -185,11 +222,11 @@ def test_reconnect_keeps_every_word_and_transcribes_audio_exactly_once(fault):
     assert [round(e, 2) for _, e in times] == [round((i + 1) * 0.08, 2) for i in word_steps]  # times survive
 
 
-def test_binary_frame_from_the_server_reconnects_and_keeps_every_word():
+def test_a_binary_frame_from_the_server_is_skipped_and_keeps_every_word():
     script = Script(words_from_audio=True, binary_frame_at_step=15)
     events, audio, received, conns = _word_run(script, WORDS)
-    assert conns == 2 and _text(events) == "".join(f" w{k}" for k in WORDS if k)
-    assert "binary frame" in next(e.message for e in events if isinstance(e, Notice) and e.code == "remote_reconnecting")
+    assert conns == 1 and _text(events) == "".join(f" w{k}" for k in WORDS if k)
+    assert "binary frame" in next(e.message for e in events if isinstance(e, Notice) and e.code == "remote_bad_frame")
 
 
 def test_processing_error_restarts_the_generation():
@@ -197,9 +234,10 @@ def test_processing_error_restarts_the_generation():
     events, audio, received, conns = _word_run(script, WORDS)
     assert conns == 2
     assert _text(events) == "".join(f" w{k}" for k in WORDS if k)
-    # audio from the failed step on was never confirmed: the new session gets exactly that
+    # audio from the failed step on was never confirmed: the new session gets it, and the
+    # delay + look-ahead (7 steps) before it
     first, second = _word_run.last
-    np.testing.assert_array_equal(second, _pcm_round_trip(audio)[10 * STEP :])
+    np.testing.assert_array_equal(second, _pcm_round_trip(audio)[3 * STEP :])
     assert "remote_reconnected" in _codes(events)
 
 
@@ -238,7 +276,7 @@ def test_unknown_host_fails_naming_the_url():
 def test_slow_reader_applies_backpressure_without_unbounded_buffering():
     script = Script(text={1: " a"}, read_pause_s=1.5)
     with ScriptedServer(script, rcvbuf=4096) as srv:
-        backend = _backend(srv.url, max_pending_s=0.5, answer_timeout_s=5.0)
+        backend = _backend(srv.url, max_pending_s=0.5, stall_timeout_s=5.0)
         session = StreamingSession(backend, "f")
         session.feed(np.zeros(STEP, np.float32))
         stream = session.state
@@ -248,7 +286,7 @@ def test_slow_reader_applies_backpressure_without_unbounded_buffering():
         while time.monotonic() - t0 < 1.0:  # the server reads nothing for 1.5 s
             session.feed(np.zeros(STEP, np.float32))
             pushed += 1
-            peak = max(peak, stream._out_samples)
+            peak = max(peak, stream._buffer.out_samples)
         assert peak <= 0.5 * 16000 + STEP  # the client queue stays bounded
         assert pushed * STEP < 16000 * 60  # ... because the pushes were held back, not buffered
         events = session.end()
@@ -448,7 +486,7 @@ def test_a_drop_during_the_final_flush_still_delivers_the_last_words():
     events, audio, received, conns = _word_run(Script(words_from_audio=True, close_after_steps=(6, 1011)), words)
     assert conns == 2 and _text(events) == "".join(f" w{k}" for k in words)
     first, second = _word_run.last
-    np.testing.assert_array_equal(second, _pcm_round_trip(audio)[6 * STEP :])  # from the first untranscribed step
+    np.testing.assert_array_equal(second, _pcm_round_trip(audio))  # 7 steps before step 6: from the start
 
 
 def test_a_server_gone_for_good_is_given_up_on_with_the_text_kept():

@@ -172,3 +172,88 @@ def test_listen_system_audio_through_the_server(tmp_path):
     finally:
         pulse.stop()
         rescan()
+
+
+# -- interrupted runs (issue 21): Stop is final, the -o file is always written ---------------------------
+INTERRUPTIBLE = r"""
+import signal
+import sys
+# a shell that starts jobs in the background hands them SIGINT ignored; a terminal's Ctrl-C is the case here
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.path.insert(0, {root!r})
+from captioner.cli import main
+sys.exit(main({argv!r}))
+"""
+
+
+def _interruptible(argv, tmp_path):
+    import subprocess
+
+    code = INTERRUPTIBLE.format(root=str(ROOT), argv=list(argv))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CAPTIONER_DATA_DIR=str(tmp_path / "data"))
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("command, signame, stall", [
+    ("transcribe", "SIGINT", False), ("transcribe", "SIGTERM", True), ("transcribe", "SIGINT", True),
+    ("listen", "SIGINT", True), ("listen", "SIGTERM", True),
+])
+def test_an_interrupted_run_writes_the_output_and_opens_no_new_session(tmp_path, command, signame, stall):
+    import signal
+    import time
+
+    from tests.remote_server import Relay
+
+    words = [0, 1, 2, 3, 0, 4, 5, 0, 6, 7] * 40  # 32 s, paced in real time: the signal comes first
+    sf.write(tmp_path / "w.wav", word_audio(words), 16000)
+    out = tmp_path / "out.srt"
+    with ScriptedServer(Script(words_from_audio=True)) as srv, Relay(srv.port) as relay:
+        if command == "transcribe":
+            argv = ["transcribe", "w.wav", "--realtime", "--backend", "remote", "--model", relay.url, "-o", str(out)]
+        else:
+            argv = ["listen", "--file", "w.wav", "--backend", "remote", "--model", relay.url, "-o", str(out),
+                    "--journal-dir", str(tmp_path / "j")]
+        proc = _interruptible(argv, tmp_path)
+        try:
+            assert srv.wait_for(lambda: srv.connections and srv.connections[0].steps >= 25, timeout=60)
+            if stall:
+                relay.stall()  # a half-open connection: Ctrl-C comes while nothing arrives
+            sessions = relay.accepted
+            t0 = time.monotonic()
+            proc.send_signal(getattr(signal, signame))
+            _, err = proc.communicate(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert relay.accepted == sessions  # no new server session after the stop
+    assert out.exists(), err  # written on every interrupted run
+    import srt
+
+    cues = list(srt.parse(out.read_text(encoding="utf-8")))
+    text = " ".join(c.content for c in cues).split()
+    assert text[:3] == ["w1", "w2", "w3"], err
+    assert text == [f"w{k}" for k in words if k][: len(text)], (" ".join(text), err)  # in order, none twice
+    # Stop must be done within 2 s; the child's interpreter start-up is not part of it, its exit is
+    assert took < 4.0, f"{command} took {took:.1f} s to stop after {signame}"
+
+
+def test_cue_start_times_follow_the_script_across_a_reconnect(tmp_path):
+    """A word's cue starts at its own step (audio time), also after a 1001 close: the audio
+    sent again around the seam (from step 4, where the last word said began: earlier than the
+    delay + look-ahead before step 12) keeps its stream position, so the new session's steps
+    map back to where the words were spoken."""
+    import srt
+
+    script = Script(text={2: " The", 3: " meeting", 4: " starts."}, close_after_steps=(12, 1001),
+                    text_by_connection={1: {16: " Thank", 17: " you."}})  # generation steps 16-17 = stream 20-21
+    sf.write(tmp_path / "w.wav", word_audio([0] * 40), 16000)
+    with ScriptedServer(script) as srv:
+        r = _cli(["transcribe", "w.wav", "--backend", "remote", "--model", srv.url, "-o", "out.srt"], tmp_path)
+        resent_from = 40 * 1280 - srv.connections[1].received.size
+    assert r.returncode == 0, r.stderr
+    assert resent_from == 4 * 1280
+    cues = list(srt.parse((tmp_path / "out.srt").read_text(encoding="utf-8")))
+    assert [(c.content, round(c.start.total_seconds(), 3)) for c in cues] == [
+        ("The meeting starts.", 0.16), ("Thank you.", 1.60)]

@@ -103,6 +103,74 @@ def _backend_notice(ev, errors: list) -> None:
             errors.append(ev)
 
 
+class _StopRequest:
+    """Ctrl-C, SIGTERM and SIGHUP during ``transcribe``: the first one asks the run to stop
+    between two steps (the handler only sets a flag: it runs on the main thread, possibly
+    inside a step that holds a lock, so it neither raises there nor takes a lock); a second
+    one raises ``KeyboardInterrupt`` (skip the flush, still write the output)."""
+
+    def __init__(self) -> None:
+        self.asked = False
+        self._previous: dict = {}
+
+    def __enter__(self) -> "_StopRequest":
+        import signal
+
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except (ValueError, OSError):  # not the main thread (embedded use): leave signals alone
+                pass
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        if self.asked:
+            raise KeyboardInterrupt
+        self.asked = True
+
+
+def _end_session(session: StreamingSession, backend, stop: _StopRequest) -> list:
+    """``session.end()`` on a helper thread while this (main) thread watches for a stop: the
+    remote backend then ends its flush within ~1.2 s (``interrupt``) and opens no new session.
+
+    Raises:
+        KeyboardInterrupt: a second Ctrl-C (the flush is abandoned).
+        Exception: what ``end()`` raised.
+    """
+    import threading
+
+    result: dict = {}
+
+    def end() -> None:
+        try:
+            result["events"] = session.end()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            result["error"] = exc
+
+    interrupted = stop.asked
+    if interrupted:
+        getattr(backend, "interrupt", lambda: None)()
+    worker = threading.Thread(target=end, name="captioner-transcribe-end", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.05)
+        if stop.asked and not interrupted:
+            interrupted = True
+            getattr(backend, "interrupt", lambda: None)()
+    if "error" in result:
+        raise result["error"]
+    return result.get("events", [])
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``captioner transcribe``; returns the exit code."""
     fmt = output_format(args)
@@ -151,25 +219,30 @@ def run(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     stats = session.stats()
     errors: list[Notice] = []  # error notices from the backend (e.g. a remote server lost at the end)
+    stop = _StopRequest()
     try:
-        for i in range(0, len(audio), block):
-            piece = audio[i : i + block]
-            if args.realtime:
-                wait = t_start + (i + len(piece)) / rate - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)  # pacing like a live device, not synchronisation
-            for ev in session.feed(piece):
-                _notice(live.add(ev))
-                _backend_notice(ev, errors)
-            progress.update((i + len(piece)) / rate)
-        stats = session.stats()
-        for ev in session.end():
-            _notice(live.add(ev))
-            _backend_notice(ev, errors)
+        with stop:
+            for i in range(0, len(audio), block):
+                if stop.asked:
+                    break
+                piece = audio[i : i + block]
+                if args.realtime:
+                    wait = t_start + (i + len(piece)) / rate - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)  # pacing like a live device, not synchronisation
+                for ev in session.feed(piece):
+                    _notice(live.add(ev))
+                    _backend_notice(ev, errors)
+                progress.update((i + len(piece)) / rate)
+            stats = session.stats()
+            if stop.asked and not callable(getattr(backend, "interrupt", None)):
+                pass  # a local model's flush is not bounded: keep what was decoded
+            else:
+                for ev in _end_session(session, backend, stop):
+                    _notice(live.add(ev))
+                    _backend_notice(ev, errors)
     except KeyboardInterrupt:
-        _notice(live.close())
-        _error("interrupted; the text so far is in the journal " + str(live.transcript.metadata.get("journal", "")))
-        return 1
+        stop.asked = True  # a second Ctrl-C: the flush was skipped
     except Exception as exc:  # a model failure: keep what was decoded
         _notice(live.close())
         _error(f"the {backend.name} model failed: {exc}. The text so far is in the journal "
@@ -177,6 +250,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         progress.done()
+    if stop.asked:  # Ctrl-C / SIGTERM / SIGHUP: the text so far is still written
+        _notice(live.close())
+        problem = deliver_transcript(live.transcript, args.output, fmt)
+        where = f" to {args.output}" if args.output else ""
+        _error("interrupted; " + (problem or f"the text so far is written{where}") + "; the journal is "
+               + str(live.transcript.metadata.get("journal", "")))
+        backend.close()
+        return 1
     if stats.nonfinite_samples:
         print(f"captioner: warning: {stats.nonfinite_samples} NaN/inf samples were treated as silence", file=sys.stderr)
     _notice(live.close())

@@ -193,6 +193,7 @@ class LiveCaptioner:
             raise RuntimeError("LiveCaptioner is already running; stop() it first")
         self.time_offset += self._run_end
         self._run_end = 0.0
+        _backend_hook(self.backend, "resume")()
         started: list[AudioSource] = []
         try:
             for s in self.sources:
@@ -230,6 +231,7 @@ class LiveCaptioner:
         """
         self._drain = drain
         self._halt.set()
+        _backend_hook(self.backend, "interrupt")()  # a remote server ends its flush or outage now
         self._wakeup.set()
         self._decode_wakeup.set()
         return self.wait(timeout)
@@ -465,6 +467,17 @@ class LiveCaptioner:
             if due is not None:
                 waits.append(due())
         return max(0.0, min(waits))
+
+
+def _backend_hook(backend: object, name: str) -> Callable[[], None]:
+    """``backend.name`` (or that of the backend a batching engine wraps), else a no-op: the
+    remote backend's ``interrupt`` (Stop is final: no new server session, a bounded flush)
+    and ``resume`` (a new run)."""
+    for obj in (backend, getattr(backend, "backend", None)):
+        hook = getattr(obj, name, None)
+        if callable(hook):
+            return hook
+    return lambda: None
 
 
 def _shift(event: Event, offset: float) -> Event:

@@ -123,3 +123,50 @@ def test_remote_offers_only_what_the_server_serves(make_window):
     panel.backend_combo.setCurrentIndex(panel.backend_combo.findData("audio8"))
     assert panel.clock_combo.isEnabled()
     assert 1280 in [panel.delay_combo.itemData(i) for i in range(panel.delay_combo.count())]
+
+
+@pytest.mark.parametrize("how", ["stop", "quit"])
+def test_gui_stop_and_quit_during_a_stall_are_quick_and_final(qtbot, settings, tmp_path, how):
+    """Issue 21: the server's path goes half-open (nothing arrives, nothing closes); Stop and
+    Quit still finish within 2 s, keep the text so far and open no new server session."""
+    import time
+
+    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.ui.main_window import MainWindow
+    from captioner.ui.overlay import CaptionOverlay
+    from captioner.ui.recorder import TranscriptRecorder
+    from captioner.ui.settings import Keys
+    from tests.remote_server import Relay, Script, ScriptedServer, word_audio
+
+    wav = tmp_path / "talk.wav"
+    sf.write(wav, word_audio([0, 1, 2, 3, 0] * 100), 16000)  # 40 s in real time: Stop comes first
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(wav))
+    with ScriptedServer(Script(words_from_audio=True)) as srv, Relay(srv.port) as relay:
+        controller = EngineController(EngineWorker())
+        overlay = CaptionOverlay(settings)
+        qtbot.addWidget(overlay)
+        win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp_path / "journal"))
+        qtbot.addWidget(win)
+        win.show()
+        _choose_remote(win, relay.url)
+        win.start()
+        qtbot.waitUntil(lambda: bool(srv.connections) and srv.connections[0].steps >= 15, timeout=15000)
+        qtbot.waitUntil(lambda: "w3" in "".join(seg.text for seg in win.recorder.transcript.segments),
+                        timeout=15000)
+        relay.stall()
+        t0 = time.monotonic()
+        if how == "stop":
+            win.stop()
+            qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=10000)
+        else:
+            assert controller.shutdown(10000)
+        took = time.monotonic() - t0
+        sessions = relay.accepted
+        assert not srv.wait_for(lambda: len(srv.connections) > 1, timeout=1.0)  # no new session after Stop
+        assert relay.accepted == sessions == 1
+        text = "".join(seg.text for seg in win.recorder.transcript.segments)
+        if how == "stop":
+            assert controller.shutdown(10000)
+    assert took < 2.0, f"{how} took {took:.2f} s during a stall"
+    assert text.split()[:3] == ["w1", "w2", "w3"]

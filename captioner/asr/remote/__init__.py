@@ -1,8 +1,12 @@
 """Remote backend: Audio8 ASR Infinite served by its vLLM build over ``/v1/realtime`` (no Qt).
 
 Install with ``pip install 'captioner[remote]'`` (the ``websockets`` client). Modules:
-``protocol`` (URLs, client events, error codes; pure), ``stream`` (one websocket per source,
-reconnects, timing), ``backend`` (the :class:`~captioner.asr.base.Backend`).
+``protocol`` (URLs, client events, error codes; pure), ``connection`` (one websocket: connect,
+greet, the liveness and end rules, fault kinds), ``generation`` (one server generation's events,
+errors by kind, the reconnect seam), ``timemap`` (step clock -> stream time), ``resend`` (audio
+queued and kept for a resend), ``session`` (sessions and reconnects on the loop thread),
+``stream`` (one source's stream, the caller's API, Stop), ``backend`` (the
+:class:`~captioner.asr.base.Backend`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import numpy as np
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.remote import protocol as P
-from captioner.asr.remote.stream import RemoteStream, StreamConfig
+from captioner.asr.remote.stream import RemoteStream, StreamConfig, StreamStopped
 
 
 class RemoteBackend(Backend):
@@ -57,6 +57,7 @@ class RemoteBackend(Backend):
         self.batch_size = max(int(batch_size), len(self.urls))
         self._free = list(range(len(self.urls)))
         self._lock = threading.Lock()
+        self._interrupted = False
         self.streams: list[RemoteStream] = []
 
     # -- Backend API ----------------------------------------------------------------------------
@@ -70,8 +71,8 @@ class RemoteBackend(Backend):
         streams = []
         for row in rows:  # send every row first, then wait for the answers together
             stream = row.state
-            if stream is None and row.audio is not None:
-                stream = self._open_stream()
+            if stream is None and row.audio is not None and not self._interrupted:
+                stream = self._open_stream()  # None when Stop came while it connected
             streams.append(stream)
             if stream is not None and row.audio is not None:
                 n = int(round((row.end - row.start) * P.SAMPLE_RATE))
@@ -112,6 +113,21 @@ class RemoteBackend(Backend):
             out["dropped_s"] = state.dropped_samples / P.SAMPLE_RATE
         return out
 
+    def interrupt(self) -> None:
+        """Stop is final (any thread): every open stream ends its outage or flush at once
+        (:meth:`RemoteStream.interrupt`) and no new stream or server session is opened until
+        :meth:`resume`; audio of a session that had no stream yet is not sent."""
+        with self._lock:
+            self._interrupted = True
+            streams = list(self.streams)
+        for s in streams:
+            s.interrupt()
+
+    def resume(self) -> None:
+        """Allow new streams again (a new run starts after a Stop)."""
+        with self._lock:
+            self._interrupted = False
+
     def close(self) -> None:
         """Drop every open stream without flushing. Idempotent."""
         with self._lock:
@@ -127,7 +143,7 @@ class RemoteBackend(Backend):
                 f"delay {self.config.delay_ms} ms, language {self.config.language}")
 
     # -- streams -----------------------------------------------------------------------------------
-    def _open_stream(self) -> RemoteStream:
+    def _open_stream(self) -> RemoteStream | None:
         with self._lock:
             if not self._free:
                 n = len(self.urls)
@@ -139,17 +155,21 @@ class RemoteBackend(Backend):
                     "that server serves several streams)."
                 )
             index = self._free.pop(0)
-        stream = RemoteStream(replace(self.config, url=self.urls[index]))
-        stream.url_index = index
+            stream = RemoteStream(replace(self.config, url=self.urls[index]))
+            stream.url_index = index
+            self.streams.append(stream)  # an interrupt() during open() reaches it
         try:
             stream.open()
-        except BaseException:
+        except BaseException as exc:
             stream.close()
             with self._lock:
+                if stream in self.streams:
+                    self.streams.remove(stream)
                 self._free.insert(0, index)
+                self._free.sort()
+            if isinstance(exc, StreamStopped):
+                return None
             raise
-        with self._lock:
-            self.streams.append(stream)
         return stream
 
     def _release(self, stream: RemoteStream) -> None:
