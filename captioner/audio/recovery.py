@@ -79,6 +79,7 @@ class Recovery:
         self.startup_s = float(startup_s)
         self.pinned = source.device.pulse_source
         self.opened = source.device.pulse_source  # the source our current stream was opened on
+        self.expect = self.opened  # the source the stream with the current tag must be on
         self.format = (rate, channels)
         self.watch = PulseWatch(stream_tag(source, source._gen), self._on_state)
         self._halt = threading.Event()
@@ -124,7 +125,7 @@ class Recovery:
         st = self.watch.state
         src = self.src
         if st is not None and st.connected and st.tag == self.watch.tag and st.stream_source is not None:
-            if st.stream_source != self.opened:
+            if st.stream_source != self.expect:
                 src._untrusted.add(src._gen)  # privacy first: this stream's audio is not what was chosen
         self._kick.set()
 
@@ -152,12 +153,12 @@ class Recovery:
         st = self.watch.state
         answering = self.watch.answering(mono)
         fresh = st is not None and st.connected and st.tag == self.watch.tag
-        if fresh and st.stream_source == self.opened:
+        if fresh and st.stream_source == self.expect:
             self._seen = True
         state = src.state
         name = self.opened
         if state in ("starting", "running", "stalled") and answering and fresh:
-            if st.stream_source is not None and st.stream_source != self.opened:
+            if st.stream_source is not None and st.stream_source != self.expect:
                 src._untrusted.add(src._gen)
                 target = st.default_monitor if src.follow_default else self.pinned
                 src._notify(
@@ -168,7 +169,7 @@ class Recovery:
                 )
                 self._detach()
                 return
-            if src.follow_default and st.default_monitor and st.default_monitor != self.opened:
+            if src.follow_default and st.default_monitor and st.default_monitor != self.expect:
                 self._switch_note = (
                     f"System audio now follows the default output {st.default_sink!r} "
                     f"({st.default_monitor!r}, was {self.opened!r})."
@@ -259,6 +260,7 @@ class Recovery:
             return
         self._missing_since = None
         gen = src._gen + 1
+        self.expect = target  # before the tag: a state for the new tag is judged against it
         src._gen = gen
         self.watch.tag = stream_tag(src, gen)
         self._attempt_started = mono
