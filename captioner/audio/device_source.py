@@ -58,8 +58,9 @@ class DeviceSource(AudioSource):
             default sink's monitor when it changes (sound-server sources only).
 
     Attributes:
-        supervised: True when the source recovers by itself (a sound-server source);
-            the live pipeline's watchdog then only reports its ``error``.
+        supervised: True when the source recovers by itself (a sound-server source,
+            pulsectl installed); the live pipeline's watchdog then only reports its
+            ``error``.
         state: "idle", "starting", "running", "stalled", "reopening" or "gone".
     """
 
@@ -80,7 +81,7 @@ class DeviceSource(AudioSource):
         self._stream: Any = None
         self._closing = threading.Event()
         self.follow_default = bool(follow_default and device.kind == "system" and device.pulse_source)
-        self.supervised = device.pulse_source is not None
+        self.supervised = device.pulse_source is not None and _pulsectl_available()
         self.state = "idle"
         self._recovery: Any = None
 
@@ -173,6 +174,15 @@ class DeviceSource(AudioSource):
             self._recovery.stream_ended()
         else:
             self._fail(f"the {self.kind} {self.device.name!r} stopped delivering audio")
+
+
+def _pulsectl_available() -> bool:
+    """pulsectl (and libpulse) load: a sound-server source can supervise itself."""
+    try:
+        import pulsectl  # noqa: F401
+    except Exception:  # noqa: BLE001 - missing, or libpulse not loadable
+        return False
+    return True
 
 
 def stream_tag(source: AudioSource, gen: int) -> str:

@@ -170,8 +170,9 @@ class pulse_source_env:
         if self.source:
             self._lock.acquire()
             values = {"PULSE_SOURCE": self.source}
-            if self.tag:
-                values["PULSE_PROP"] = f"{STREAM_TAG_PROPERTY}={self.tag}"
+            if self.tag:  # added to the user's own PULSE_PROP, if any
+                own = os.environ.get("PULSE_PROP", "")
+                values["PULSE_PROP"] = f"{own} {STREAM_TAG_PROPERTY}={self.tag}".strip()
             for key, value in values.items():
                 self._old[key] = os.environ.get(key)
                 os.environ[key] = value
