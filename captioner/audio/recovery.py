@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from captioner.audio.device_source import OPEN_TIMEOUT_S, _abandon, stream_tag
@@ -286,8 +287,6 @@ class Recovery:
         self.opened = target
         self.format = (rate, channels)
         if target != src.device.pulse_source:
-            from dataclasses import replace
-
             src.device = replace(src.device, name=target, pulse_source=target, description=target)
         self._set("starting")
         self._kick.set()
