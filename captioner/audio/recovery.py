@@ -157,7 +157,6 @@ class Recovery:
         if fresh and st.stream_source == self.expect:
             self._seen = True
         state = src.state
-        name = self.opened
         if state in ("starting", "running", "stalled") and answering and fresh:
             if st.stream_source is not None and st.stream_source != self.expect:
                 src._untrusted.add(src._gen)
@@ -165,7 +164,7 @@ class Recovery:
                 src._notify(
                     f"The sound server moved the {self.what.lower()} stream from {self.opened!r} to "
                     f"{st.stream_source!r}; that audio is discarded, never captioned as {src.label!r}. "
-                    f"Reopening {target!r}.",
+                    f"Reopening {target or 'the default output'!r}.",
                     "warning", "stream_moved",
                 )
                 self._detach()
@@ -201,7 +200,6 @@ class Recovery:
         if self._stalled_told:
             src._notify(f"{self.what} {self.opened!r} is delivering audio again; captioning goes on.", "info", "resumed")
             self._stalled_told = False
-        self._detached_at = 0.0  # time.monotonic() of the last detach
         if self._switch_note:
             src._notify(self._switch_note, "info", "source_switched")
             self._switch_note = None

@@ -91,7 +91,6 @@ class _Lane:
     end_notice: Notice | None = None  # why capture ended (device lost, file ended)
     ended: bool = False  # decode thread: session ended
     drops_reported: int = 0
-    gap_s: float = 0.0  # seconds of gaps queued by the capture thread (only it writes this)
     gaps_decoded: float = 0.0  # seconds of gaps the decode thread has passed
     shift: float = 0.0  # decode thread: stream time of the session's t=0 (samples before it + gaps)
 
@@ -313,7 +312,6 @@ class LiveCaptioner:
 
     def _gap(self, lane: _Lane, block) -> None:
         """Queue a gap marker before ``block`` and tell the user the true times."""
-        lane.gap_s += block.gap_before
         lane.pending.append(_Gap(block.gap_before))
         t1 = self.time_offset + block.start
         self._emit(
