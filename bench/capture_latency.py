@@ -117,7 +117,7 @@ def _recovery_run(scenario: str, hold_s: float, tmp: str) -> dict:
         if isinstance(ev, Notice):
             notes.append((time.monotonic(), ev))
 
-    def when(code: str, after: float, timeout: float = 30.0):
+    def when(code: str, after: float, timeout: float = 10.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for t, n in list(notes):
@@ -173,8 +173,8 @@ def _recovery_run(scenario: str, hold_s: float, tmp: str) -> dict:
         elif scenario == "switch":
             server.add_sink("headset")
             server.set_default_sink("headset")
+            server.move_playback(players[-1], "headset")  # as a headset that connects takes the playback
             out["switch_noticed_s"] = since(when("source_switched", t0), t0)
-            server.move_playback(players[-1], "headset")
             when("gap", t0, 5)
             out["switch_gap_s"] = round(src.stats().gap_s, 3) if hasattr(src.stats(), "gap_s") else None
         elif scenario == "moved":
