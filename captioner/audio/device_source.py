@@ -137,12 +137,12 @@ class DeviceSource(AudioSource):
                     callback=functools.partial(self._callback, gen),
                     finished_callback=functools.partial(self._finished, gen),
                 )
-            if gen != self._gen or self._closing.is_set():
-                _abandon(stream)
-                raise SourceError("superseded")
-            if not initial:
-                self._push_break(rate, channels)  # before the first callback of the new stream
-            stream.start()
+                if gen != self._gen or self._closing.is_set():
+                    _abandon(stream)
+                    raise SourceError("superseded")
+                if not initial:
+                    self._push_break(rate, channels)  # before the first callback of the new stream
+                stream.start()
         except SourceError:
             raise
         except Exception as exc:  # noqa: BLE001 - sd.PortAudioError, ValueError

@@ -18,13 +18,6 @@ from captioner.audio.source import MODEL_RATE, SourceError
 
 log = logging.getLogger(__name__)
 
-#: Record fragment (ms) asked of the sound server (``PULSE_LATENCY_MSEC``, read by libpulse
-#: when the ALSA plugin connects). Without it PulseAudio's default fragment is 2 s and a new
-#: stream's first audio came 0.5-2.0 s after it opened (measured on PulseAudio 16 through the
-#: ALSA ``pulse`` device: 0.47-1.41 s on a playing monitor); with 30 ms it comes in 15-80 ms,
-#: so a reopened or switched stream loses ~2 s less (bench/capture_latency.py --recovery).
-PULSE_LATENCY_MS = 30
-
 #: Proplist key of the recording stream's tag (see :class:`pulse_source_env`).
 STREAM_TAG_PROPERTY = "captioner.stream"
 
@@ -151,8 +144,8 @@ def choose_settings(device: InputDevice, sd: Any = None, preferred_rate: int = M
 
 
 class pulse_source_env:
-    """Context manager: set ``PULSE_SOURCE`` (and ``PULSE_PROP``, ``PULSE_LATENCY_MSEC``) while a
-    stream on the ALSA ``pulse`` device opens.
+    """Context manager: set ``PULSE_SOURCE`` (and ``PULSE_PROP``) while a stream on the ALSA
+    ``pulse`` device opens and starts.
 
     libpulse reads both variables when the ALSA plugin creates its context, i.e.
     during ``Pa_OpenStream``, so each stream gets its own source although the
@@ -177,8 +170,6 @@ class pulse_source_env:
         if self.source:
             self._lock.acquire()
             values = {"PULSE_SOURCE": self.source}
-            if "PULSE_LATENCY_MSEC" not in os.environ:  # the user's own setting wins
-                values["PULSE_LATENCY_MSEC"] = str(PULSE_LATENCY_MS)
             if self.tag:  # added to the user's own PULSE_PROP, if any
                 own = os.environ.get("PULSE_PROP", "")
                 values["PULSE_PROP"] = f"{own} {STREAM_TAG_PROPERTY}={self.tag}".strip()
