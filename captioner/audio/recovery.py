@@ -100,6 +100,7 @@ class Recovery:
 
     @property
     def what(self) -> str:
+        """"Microphone" or "System audio", for messages."""
         return _WHAT.get(self.src.kind, "Input")
 
     def start(self) -> None:
