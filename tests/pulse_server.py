@@ -18,6 +18,13 @@ The exact command (DESIGN section 5, plus the virtual microphone)::
         --load="module-virtual-source source_name=virtmic master=micsink.monitor" \\
         --load=module-always-sink
     pactl set-default-sink meeting
+
+The failures a desktop sees are reproduced with :meth:`PulseServer.add_sink` /
+:meth:`remove_sink` / :meth:`set_default_sink` / :meth:`move_playback` (an output
+appears, becomes the default, takes the playback, the first one goes),
+:meth:`suspend_sink` (``pactl suspend-sink``), :meth:`freeze` / :meth:`thaw`
+(SIGSTOP / SIGCONT of the daemon) and :meth:`kill` + :meth:`start` (a sound-server
+restart on the same socket).
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ class PulseServer:
 
     def start(self) -> "PulseServer":
         """Start the daemon (returns when it accepts clients) and point this process at it.
+        Also restarts it after :meth:`kill` (same socket, same sinks).
 
         Raises:
             RuntimeError: the daemon did not start (stderr included).
@@ -84,9 +92,66 @@ class PulseServer:
         self.pid = int(pid_file.read_text().split()[0])
         self.pactl("set-default-sink", "meeting")
         for key, value in self.env.items():
-            self._saved[key] = os.environ.get(key)
+            self._saved.setdefault(key, os.environ.get(key))
             os.environ[key] = value
         return self
+
+    # -- what happens on a desktop ----------------------------------------------------------------------
+    def add_sink(self, name: str, rate: int = 16000, channels: int = 1) -> int:
+        """Load a null sink ``name`` (16 kHz mono by default, like a headset in call mode);
+        returns its module index."""
+        out = self.pactl("load-module", "module-null-sink", f"sink_name={name}", f"rate={rate}", f"channels={channels}")
+        return int(out.strip())
+
+    def remove_sink(self, name: str) -> None:
+        """Unload the null-sink module of sink ``name`` (its monitor disappears with it)."""
+        for line in self.pactl("list", "short", "modules").splitlines():
+            cols = line.split("\t")
+            if len(cols) >= 3 and cols[1] == "module-null-sink" and f"sink_name={name}" in cols[2].split():
+                self.pactl("unload-module", cols[0])
+                return
+        raise KeyError(f"no null sink {name!r}")
+
+    def set_default_sink(self, name: str) -> None:
+        """``pactl set-default-sink name``."""
+        self.pactl("set-default-sink", name)
+
+    def move_playback(self, player: subprocess.Popen, sink: str) -> None:
+        """Move the sink-input of ``player`` (a :meth:`play` process) to ``sink``."""
+        for line in self.pactl("list", "sink-inputs").split("Sink Input #")[1:]:
+            if f'application.process.id = "{player.pid}"' in line:
+                self.pactl("move-sink-input", line.split()[0], sink)
+                return
+        raise KeyError(f"no sink-input of pid {player.pid}")
+
+    def suspend_sink(self, name: str, suspend: bool = True) -> None:
+        """``pactl suspend-sink name 1|0``: the sink and its monitor stop (or go on)."""
+        self.pactl("suspend-sink", name, "1" if suspend else "0")
+
+    def freeze(self) -> None:
+        """SIGSTOP the daemon: every client call waits until :meth:`thaw`."""
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT the daemon."""
+        os.kill(self.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL the daemon and wait until it is gone (start() brings it back)."""
+        pid, self.pid = self.pid, None
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGCONT)  # a frozen daemon must be able to die
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.02)
+        for leftover in (self.socket, Path(self.env["PULSE_RUNTIME_PATH"]) / "pid"):
+            leftover.unlink(missing_ok=True)
 
     def pactl(self, *args: str) -> str:
         """Run pactl against this server; returns stdout."""
@@ -108,6 +173,7 @@ class PulseServer:
         self._saved.clear()
         if self.pid is not None:
             try:
+                os.kill(self.pid, signal.SIGCONT)  # a frozen daemon cannot handle SIGTERM
                 os.kill(self.pid, signal.SIGTERM)
                 deadline = time.monotonic() + 5.0
                 while time.monotonic() < deadline:  # not our child: poll until it is gone

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from captioner.audio import devices as D
+from captioner.audio import pulse as P
 from captioner.audio.devices import InputDevice, PulseInventory, PulseSourceInfo
 from captioner.audio.source import SourceError
 from tests.audio_fakes import FakeDevice, FakeSD, device_table
@@ -118,22 +119,22 @@ def test_pactl_json_and_short_parsing(monkeypatch):
         {"name": "virtmic", "description": "Virtual Source", "monitor_of_sink": "n/a", "sample_specification": "float32le 1ch 48000Hz"},
     ]
     info = {"default_sink_name": "meeting", "default_source_name": "virtmic"}
-    monkeypatch.setattr(D, "_pactl", lambda *a: json.dumps(sources if "sources" in a else info))
-    inv = D._inventory_pactl_json()
+    monkeypatch.setattr(P, "_pactl", lambda *a: json.dumps(sources if "sources" in a else info))
+    inv = P._inventory_pactl_json()
     assert inv.default_monitor == "meeting.monitor"
     assert inv.sources[1] == PulseSourceInfo("virtmic", "Virtual Source", None, 1, 48000)
 
     short = "0\tmeeting.monitor\tmodule-null-sink.c\ts16le 2ch 44100Hz\tIDLE\n2\tvirtmic\tmodule-virtual-source.c\tfloat32le 2ch 44100Hz\tIDLE\n"
     text_info = "Server Name: pulseaudio\nDefault Sink: meeting\nDefault Source: virtmic\n"
-    monkeypatch.setattr(D, "_pactl", lambda *a: short if "short" in a else text_info)
-    inv = D._inventory_pactl_short()
+    monkeypatch.setattr(P, "_pactl", lambda *a: short if "short" in a else text_info)
+    inv = P._inventory_pactl_short()
     assert [s.is_monitor for s in inv.sources] == [True, False]
     assert inv.default_sink == "meeting" and inv.default_monitor == "meeting.monitor"
 
 
 def test_no_sound_server_gives_empty_inventory(monkeypatch):
-    monkeypatch.setattr(D, "_inventory_pulsectl", lambda: (_ for _ in ()).throw(RuntimeError("no server")))
-    monkeypatch.setattr(D.shutil, "which", lambda name: None)
+    monkeypatch.setattr(P, "_inventory_pulsectl", lambda: (_ for _ in ()).throw(RuntimeError("no server")))
+    monkeypatch.setattr(P.shutil, "which", lambda name: None)
     assert D.pulse_inventory() == PulseInventory()
 
 

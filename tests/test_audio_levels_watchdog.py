@@ -72,3 +72,12 @@ def test_watchdog_reports_portaudio_error_at_once_and_ignores_files():
     assert wd.check(f, 1e9) is None
     with pytest.raises(ValueError):
         Watchdog(0)
+
+
+def test_watchdog_leaves_the_silence_of_a_self_supervised_source_to_it_but_reports_its_error():
+    wd = Watchdog(1.0)
+    src = _Src()
+    src.supervised = True  # a sound-server stream: a stall is not a lost device (audio.recovery)
+    assert wd.check(src, 1e9) is None
+    src.error = "the system 'meeting.monitor' is gone from the sound server (removed or unplugged)"
+    assert "is gone from the sound server" in wd.check(src, 1e9)

@@ -9,7 +9,7 @@ import soundfile as sf
 from captioner.audio.devices import InputDevice, PulseInventory, PulseSourceInfo
 from captioner.audio.filesource import FileSource
 from captioner.audio.microphone import MicrophoneSource
-from captioner.audio.source import SourceError
+from captioner.audio.source import AudioSource, SourceError
 from captioner.audio.system import SystemAudioSource, open_system_audio
 from tests.audio_fakes import FakeClock, FakeDevice, FakeSD, device_table, tone
 
@@ -181,3 +181,76 @@ def test_paced_file_source_delivers_whole_device_blocks(tmp_path):
 def test_missing_file():
     with pytest.raises(SourceError, match="not found"):
         FileSource("/nonexistent/x.wav").start()
+
+
+class _Scripted(AudioSource):
+    """A source the test pushes into by hand (as a device callback would), on a fake clock."""
+
+    kind = "system"
+    description = "scripted"
+
+    def _open(self):
+        return 16000, 1
+
+    def _close(self):
+        pass
+
+
+def test_a_break_delivers_the_audio_before_it_then_marks_the_real_gap_and_new_format():
+    from tests.audio_fakes import FakeClock
+
+    clock = FakeClock(100.0)
+    src = _Scripted("Meeting", clock=clock)
+    src.start()
+    for _ in range(10):  # 1.0 s at 16 kHz mono, in 100 ms callbacks
+        clock.advance(0.1)
+        src._push(np.full((1600, 1), 0.25, np.float32))
+    src._push_break(48000, 2)  # the stream was reopened on a 48 kHz stereo device...
+    clock.advance(3.0)  # ...3 s later
+    src._push(np.full((4800, 2), 0.5, np.float32))
+    before = src.read()
+    assert before.start == 0.0 and before.gap_before == 0.0
+    assert abs(before.duration - 1.0) < 1e-3 and np.allclose(before.samples[100:-100], 0.25, atol=1e-3)
+    after = src.read()
+    # the last audio ended at 101.0; the 0.1 s block called back at 104.0 began at 103.9
+    assert after.gap_before == pytest.approx(2.9, abs=1e-6)
+    assert after.start == pytest.approx(before.end + 2.9, abs=1e-3)  # stream time counts the gap
+    assert src.native_rate == 48000 and src.native_channels == 2
+    assert np.allclose(after.samples[200:1000], 0.5, atol=1e-3)
+    st = src.stats()
+    assert st.gaps == 1 and st.gap_s == pytest.approx(2.9, abs=1e-6)
+
+
+def test_audio_of_an_untrusted_stream_is_never_delivered():
+    src = _Scripted("Meeting")
+    src.start()
+    src._push(np.full((1600, 1), 0.25, np.float32))
+    src._untrusted.add(src._gen)  # the sound server moved this stream to the microphone
+    src._push(np.full((800, 1), 0.9, np.float32))
+    assert src.read() is None
+    assert src.stats().untrusted_frames == 2400 and src.stats().samples_out == 0
+
+
+def test_stop_returns_at_once_when_abort_blocks_on_a_frozen_server():
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class Frozen(FakeSD):
+        def InputStream(self, **kw):  # noqa: N802
+            s = super().InputStream(**kw)
+            s.abort = lambda: release.wait(30)  # a SIGSTOPped sound server: abort() never returns
+            return s
+
+    sd = Frozen(device_table())
+    src = _mic("Mono headset", sd)
+    src.start()
+    t0 = time.monotonic()
+    stopper = threading.Thread(target=src.stop, daemon=True)
+    stopper.start()
+    stopper.join(2.0)
+    took = time.monotonic() - t0
+    release.set()
+    assert not stopper.is_alive() and took < 1.0, took
+    assert not src.is_running

@@ -224,3 +224,51 @@ def test_rejects_bad_configuration(tmp_path):
     c = FileSource(tmp_path / "c.wav", "Y", target_rate=8000)
     with pytest.raises(ValueError, match="8000 Hz"):
         LiveCaptioner(FakeBackend(), [c], print)
+
+
+def test_a_gap_ends_the_session_there_and_later_text_keeps_its_true_times():
+    """A source that resumes after a stall: the gap notice gives the true times, the
+    session is ended at the gap (last words out) and restarted with its times shifted."""
+    from captioner.audio.source import AudioSource
+
+    clock = FakeClock(100.0)
+
+    class Resuming(AudioSource):
+        kind = "system"
+        description = "scripted monitor"
+        supervised = True  # it handles its own stalls (no watchdog silence check)
+
+        def _open(self):
+            return 16000, 1
+
+        def _close(self):
+            pass
+
+    src = Resuming("Meeting", clock=clock)
+    rec = Recorder()
+    live = LiveCaptioner(FakeBackend(batch_size=1, word="m"), [src], rec)
+    live.start()
+    x = tone(1.0, 16000, 300.0, 0.5)
+    for i in range(10):  # 1.0 s, then the device stalls
+        clock.advance(0.1)
+        src._push(x[i * 1600:(i + 1) * 1600, None])
+    assert rec.when(lambda e: isinstance(e, TextDelta) and e.final and e.text.startswith("m9")).wait(10)
+    src._notify("System audio 'scripted monitor' has delivered no audio for 1.0 s: ...", "warning", "stalled")
+    src._push_break(16000, 1)
+    clock.advance(5.0)  # audio returns 5 s later
+    for i in range(10):
+        src._push(x[i * 1600:(i + 1) * 1600, None])
+        clock.advance(0.1)
+    assert rec.when(lambda e: isinstance(e, Notice) and e.code == "gap").wait(10)
+    assert live.stop(drain=True, timeout=10)
+    words = [e for e in rec.of(TextDelta, "Meeting") if e.final and e.text.strip()]
+    before = [w for w in words if w.end <= 1.0 + 1e-6]
+    after = [w for w in words if w.start >= 1.0 + 1e-6]
+    assert len(before) == 10 and len(after) == 10 and len(words) == 20
+    assert after[0].start == pytest.approx(1.0 + 4.9, abs=0.01)  # 1.0 s of audio + the 4.9 s gap
+    assert after[-1].end == pytest.approx(5.9 + 1.0, abs=0.01)
+    (gap,) = [n for n in rec.of(Notice) if n.code == "gap"]
+    assert "between 0:01.0 and 0:05.9 (4.9 s)" in gap.message and gap.source == "Meeting"
+    assert [n.code for n in rec.of(Notice)].index("stalled") < [n.code for n in rec.of(Notice)].index("gap")
+    ends = [e for e in rec.of(TurnBoundary, "Meeting") if e.kind == "end_of_stream"]
+    assert ends and ends[0].time == pytest.approx(1.0, abs=0.11)  # the session ended at the gap

@@ -1,5 +1,8 @@
 """The audio-source interface: start/stop, a label, native format, and blocks with stream time.
 
+(:class:`AudioBlock`, :class:`SourceStats`, :class:`SourceError` and ``MODEL_RATE`` live in
+:mod:`captioner.audio.block` and are re-exported here.)
+
 Every source (microphone, system audio, a file played as if live) delivers
 :class:`AudioBlock` objects: mono ``float32`` samples at the model rate (16 kHz by
 default) with the exact stream time of their first sample. The capture side (a
@@ -9,6 +12,16 @@ queue, downmixes and resamples them (:mod:`captioner.audio.edge`) and stamps the
 
 Nothing is dropped silently: a full queue, a device overflow or a lost device is
 counted in :class:`SourceStats` and reported by the live pipeline.
+
+A device source that reopens its stream (a stall, a sound-server restart, a switch
+to another output) puts a *break* in the queue: the audio before it is delivered
+with the resampler's tail, the audio after it (possibly at another rate and channel
+count) starts a new block whose ``gap_before`` holds the seconds of real time that
+had no audio, so stream time stays true to the clock. Audio the source marked as
+untrusted (captured after the sound server moved the stream to another device) is
+discarded when read, never delivered. Sources queue user messages
+(:class:`~captioner.events.Notice`) that the live pipeline takes with
+:meth:`AudioSource.take_notices`.
 """
 
 from __future__ import annotations
@@ -22,87 +35,13 @@ from typing import Callable
 
 import numpy as np
 
+from captioner.audio.block import MODEL_RATE, AudioBlock, SourceError, SourceStats
 from captioner.audio.edge import EdgeConverter
+from captioner.events import Notice
 
-#: Rate (Hz) blocks are delivered at unless a source is told otherwise (the default
-#: model and both seed model families take 16 kHz input).
-MODEL_RATE = 16000
-
-
-class SourceError(RuntimeError):
-    """A source could not be opened or stopped working. The message says what and how to fix it."""
-
-
-@dataclass(frozen=True)
-class AudioBlock:
-    """A block of model-ready audio from one source.
-
-    Attributes:
-        samples: ``[n] float32`` mono samples in [-1, 1] at ``rate`` Hz (``n >= 1``).
-        start: stream time (s) of ``samples[0]``: output samples emitted before it
-            divided by ``rate``, so 1.000 s of device audio is exactly 16000 samples.
-        source: label of the source ("You", "Meeting", a file name).
-        rate: sample rate of ``samples`` in Hz (the model rate).
-        captured_at: ``time.monotonic()`` when the newest raw frames behind this block
-            entered the queue (the capture callback ran); used for latency stats.
-    """
-
-    samples: np.ndarray
-    start: float
-    source: str
-    rate: int = MODEL_RATE
-    captured_at: float = 0.0
-
-    @property
-    def end(self) -> float:
-        """Stream time (s) just after the last sample."""
-        return self.start + len(self.samples) / self.rate
-
-    @property
-    def duration(self) -> float:
-        """Length in seconds."""
-        return len(self.samples) / self.rate
-
-
-@dataclass
-class SourceStats:
-    """Counters of one source since :meth:`AudioSource.start` (all cumulative).
-
-    Attributes:
-        callbacks: capture callbacks (or file reads) so far.
-        frames_in: native frames captured (per channel).
-        samples_out: model-rate samples delivered by :meth:`AudioSource.read`.
-        overflows: input overflows reported by the device (PortAudio status flags);
-            the device lost audio before it reached us.
-        dropped_blocks: callback blocks discarded because the queue was full.
-        dropped_frames: native frames in those blocks.
-        queued_frames: native frames waiting in the queue now.
-        latency_mean_ms: mean ms from callback to the block leaving the queue.
-        latency_max_ms: worst such latency.
-        latency_count: how many raw blocks the latency figures cover.
-    """
-
-    callbacks: int = 0
-    frames_in: int = 0
-    samples_out: int = 0
-    overflows: int = 0
-    dropped_blocks: int = 0
-    dropped_frames: int = 0
-    queued_frames: int = 0
-    latency_mean_ms: float = 0.0
-    latency_max_ms: float = 0.0
-    latency_count: int = 0
-    native_rate: int = 0
-
-    @property
-    def dropped_s(self) -> float:
-        """Seconds of audio dropped by a full queue (``dropped_frames / native_rate``)."""
-        return self.dropped_frames / self.native_rate if self.native_rate else 0.0
-
-    @property
-    def queued_s(self) -> float:
-        """Seconds of audio waiting in the queue now."""
-        return self.queued_frames / self.native_rate if self.native_rate else 0.0
+#: Shortest missing stretch (s) reported as a gap after a break; shorter ones are the
+#: device's own block jitter (PortAudio blocks are 5-40 ms) and are not counted.
+MIN_GAP_S = 0.1
 
 
 class AudioSource(abc.ABC):
@@ -154,8 +93,11 @@ class AudioSource(abc.ABC):
         self.finished = False
         self.wakeup: threading.Event | None = None
         self._running = False
-        self._queue: collections.deque = collections.deque()
+        self._queue: collections.deque = collections.deque()  # (frames | _Break, t_capture, generation)
         self._converter: EdgeConverter | None = None
+        self._notices: collections.deque = collections.deque()
+        self._gen = 0  # generation of the stream now delivering (a device source bumps it per open)
+        self._untrusted: set[int] = set()  # generations whose queued audio must be discarded
         self._reset_counters()
 
     # -- to implement -------------------------------------------------------------------------
@@ -196,10 +138,12 @@ class AudioSource(abc.ABC):
         if self._running:
             return
         self._queue.clear()
+        self._notices.clear()
+        self._untrusted.clear()
         self._reset_counters()
         self.error = None
         self.finished = False
-        self.last_callback = self.clock()
+        self.last_callback = self._last_audio_t = self.clock()
         rate, channels = self._open()
         self.native_rate, self.native_channels = int(rate), int(channels)
         self._max_queue_frames = max(1, int(self.max_queue_s * self.native_rate))
@@ -220,7 +164,8 @@ class AudioSource(abc.ABC):
                 self.wakeup.set()
 
     def read(self, flush: bool = False) -> AudioBlock | None:
-        """Take everything queued, convert it, and return one block (never blocks).
+        """Take everything queued up to the next break, convert it, and return one block
+        (never blocks).
 
         Args:
             flush: also drain the resampler's tail; use it once, after :meth:`stop`
@@ -236,29 +181,59 @@ class AudioSource(abc.ABC):
         parts = []
         newest = 0.0
         now = self.clock()
+        at_break = False
         while True:
             try:
-                frames, t_cb = self._queue.popleft()
+                frames, t_cb, gen = self._queue[0]
             except IndexError:
                 break
+            if isinstance(frames, _Break):
+                if parts:  # deliver the audio before the break first
+                    at_break = True
+                    break
+                self._queue.popleft()
+                tail = conv.flush()
+                conv = self._apply_break(frames)
+                if tail.size:
+                    return self._block(tail, now, 0.0)
+                continue
+            self._queue.popleft()
             self._popped_frames += len(frames)
+            if gen in self._untrusted:  # moved to another device by the server: never delivered
+                self._untrusted_frames += len(frames)
+                continue
             parts.append(frames)
             newest = t_cb
             self._note_latency(now - t_cb)
+        gap = 0.0
         if parts:
             raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            if self._gap_from is not None:
+                # the first audio after a break: real time that passed without audio
+                began = newest - len(raw) / max(1, self.native_rate)
+                gap = began - self._gap_from
+                gap = gap if gap >= MIN_GAP_S else 0.0
+                self._gap_from = None
+            self._last_audio_t = newest
             out = conv.process(raw)
         else:
             out = np.zeros(0, dtype=np.float32)
-        if flush:
+        if flush or at_break:
             tail = conv.flush()
             if tail.size:
                 out = np.concatenate([out, tail]) if out.size else tail
         if out.size == 0:
             return None
-        start = self._stats.samples_out / self.target_rate
-        self._stats.samples_out += out.size
-        return AudioBlock(out, start, self.label, self.target_rate, newest or now)
+        return self._block(out, newest or now, gap)
+
+    def take_notices(self) -> list[Notice]:
+        """Messages for the user queued by the source since the last call (oldest first)."""
+        out = []
+        while True:
+            try:
+                out.append(self._notices.popleft())
+            except IndexError:
+                return out
 
     def stats(self) -> SourceStats:
         """A snapshot of the counters (see :class:`SourceStats`)."""
@@ -275,6 +250,9 @@ class AudioSource(abc.ABC):
             latency_max_ms=1000.0 * self._lat_max,
             latency_count=self._lat_n,
             native_rate=self.native_rate,
+            untrusted_frames=self._untrusted_frames,
+            gaps=self._gaps,
+            gap_s=self._gap_total,
         )
 
     # -- capture side (callback thread) --------------------------------------------------------
@@ -296,8 +274,21 @@ class AudioSource(abc.ABC):
             self._dropped_blocks += 1
             self._dropped_frames += n
         else:
-            self._queue.append((frames.copy(), t))  # deque.append is atomic; no lock
+            self._queue.append((frames.copy(), t, self._gen))  # deque.append is atomic; no lock
             self._pushed_frames += n  # only this thread writes it
+        if self.wakeup is not None:
+            self.wakeup.set()
+
+    def _push_break(self, rate: int, channels: int) -> None:
+        """Queue a break: audio after it is a new stretch at ``rate`` Hz x ``channels``
+        (any thread; see the module docstring)."""
+        self._queue.append((_Break(int(rate), int(channels)), self.clock(), self._gen))
+        if self.wakeup is not None:
+            self.wakeup.set()
+
+    def _notify(self, message: str, severity: str = "warning", code: str = "") -> None:
+        """Queue a user message (any thread); the live pipeline adds the source label."""
+        self._notices.append(Notice(message, severity, code, self.label))
         if self.wakeup is not None:
             self.wakeup.set()
 
@@ -308,6 +299,22 @@ class AudioSource(abc.ABC):
             self.wakeup.set()
 
     # -- internals ------------------------------------------------------------------------------
+    def _apply_break(self, brk: "_Break") -> EdgeConverter:
+        self._gap_from = self._last_audio_t
+        if (brk.rate, brk.channels) != (self.native_rate, self.native_channels):
+            self.native_rate, self.native_channels = brk.rate, brk.channels
+            self._stats.native_rate = brk.rate
+        self._converter = EdgeConverter(self.native_rate, self.native_channels, self.target_rate)
+        return self._converter
+
+    def _block(self, out: np.ndarray, captured_at: float, gap: float) -> AudioBlock:
+        if gap > 0:
+            self._gaps += 1
+            self._gap_total += gap
+        start = self._stats.samples_out / self.target_rate + self._gap_total
+        self._stats.samples_out += out.size
+        return AudioBlock(out, start, self.label, self.target_rate, captured_at, gap)
+
     def _reset_counters(self) -> None:
         self._stats = SourceStats(native_rate=self.native_rate)
         self._callbacks = 0
@@ -321,6 +328,11 @@ class AudioSource(abc.ABC):
         self._lat_sum = 0.0
         self._lat_n = 0
         self._lat_max = 0.0
+        self._untrusted_frames = 0
+        self._gaps = 0
+        self._gap_total = 0.0
+        self._gap_from: float | None = None  # clock time of the last audio before a break
+        self._last_audio_t = 0.0
 
     def _note_latency(self, dt: float) -> None:
         dt = max(0.0, dt)
@@ -331,6 +343,14 @@ class AudioSource(abc.ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.label!r}: {self.description}>"
+
+
+@dataclass(frozen=True)
+class _Break:
+    """Queue marker: the stream was reopened (or stalled); the audio after it is at ``rate`` x ``channels``."""
+
+    rate: int
+    channels: int
 
 
 __all__ = ["MODEL_RATE", "AudioBlock", "AudioSource", "SourceError", "SourceStats"]

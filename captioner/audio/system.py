@@ -133,7 +133,9 @@ def open_system_audio(
 
     Args:
         source: an :class:`InputDevice`, a monitor/loopback name or part of one, a
-            sink name (its monitor), or ``None`` for the default sink's monitor.
+            sink name (its monitor), or ``None`` for the default sink's monitor; with
+            ``None`` a sound-server source follows the default output when it changes
+            (:mod:`captioner.audio.recovery`), otherwise it stays pinned to its source.
         label: source label, "Meeting" by default.
         sd: sounddevice module or a stand-in.
         kwargs: ``target_rate``, ``max_queue_s``, ``clock``.
@@ -145,4 +147,5 @@ def open_system_audio(
     device = source if isinstance(source, InputDevice) else resolve_system(source, sd)
     if device.index is None and "soundcard_id" in device.extra:
         return SoundcardLoopbackSource(device, label, **kwargs)
-    return SystemAudioSource(device, label, sd=sd, **kwargs)
+    follow = source is None or source == "" or source == "default"
+    return SystemAudioSource(device, label, sd=sd, follow_default=follow, **kwargs)

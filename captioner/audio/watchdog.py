@@ -49,8 +49,8 @@ class Watchdog:
         if source.error:
             err = source.error.rstrip(".")
             return f"{err[:1].upper()}{err[1:]}. Text so far is kept; press Start to continue{self._hint(source)}."
-        if source.kind == "file" or not source.is_running:
-            return None
+        if source.kind == "file" or not source.is_running or getattr(source, "supervised", False):
+            return None  # files never stall; a supervised source handles its own stalls
         quiet = now - source.last_callback
         if source.callback_count == 0:
             if quiet > self.startup_s:

@@ -198,6 +198,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     from captioner.audio.source import SourceError
     from captioner.engine.live import LiveCaptioner
 
+    if err is None:  # the real terminal: PortAudio/ALSA's own stderr lines go to the log instead
+        from captioner.audio.libnoise import route_library_noise_to_log
+
+        route_library_noise_to_log()
     out = out or sys.stdout
     err = err or sys.stderr
     named = format_from_path(args.output) if args.output else ""

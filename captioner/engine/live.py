@@ -26,7 +26,12 @@ or the capture queues; its lag shows up as ``Stats.backlog_s``, and past
 stream time then counts decoded audio only).
 
 A lost device stops only its own source: its session is ended so its last words
-appear, every word already decoded is kept, and the other sources go on. When no
+appear, every word already decoded is kept, and the other sources go on. A source
+that stalls and resumes by itself (a sound-server stream, see
+:mod:`captioner.audio.recovery`) keeps its lane: its notices are passed on, and a
+block that follows a gap (``AudioBlock.gap_before``) ends that source's session at
+the gap (its last words appear) and restarts it with its times moved by the real
+length of the gap, with a ``gap`` notice giving the true times. When no
 source is left, the run ends by itself. ``stop(drain=True)`` stops capture,
 decodes what was still queued and ends every session so the last words appear.
 
@@ -86,6 +91,8 @@ class _Lane:
     end_notice: Notice | None = None  # why capture ended (device lost, file ended)
     ended: bool = False  # decode thread: session ended
     drops_reported: int = 0
+    gaps_decoded: float = 0.0  # seconds of gaps the decode thread has passed
+    shift: float = 0.0  # decode thread: stream time of the session's t=0 (samples before it + gaps)
 
     @property
     def pending_samples(self) -> int:
@@ -284,6 +291,8 @@ class LiveCaptioner:
         if halt:
             src.stop()
         elif not final:
+            for notice in src.take_notices():
+                self._emit(notice)
             message = self.watchdog.check(src, self.clock())
             if message:
                 src.stop()
@@ -293,6 +302,8 @@ class LiveCaptioner:
             lane.end_notice = Notice(f"{src.description} has ended.", "info", "source_ended", src.label)
         block = src.read(flush=final)
         if block is not None:
+            if block.gap_before > 0:
+                self._gap(lane, block)
             lane.meter.source = src.label
             for level in lane.meter.feed(block.samples):
                 self._emit(level)
@@ -300,6 +311,20 @@ class LiveCaptioner:
         if final:
             lane.capture_done = True
         return block is not None
+
+    def _gap(self, lane: _Lane, block) -> None:
+        """Queue a gap marker before ``block`` and tell the user the true times."""
+        lane.pending.append(_Gap(block.gap_before))
+        t1 = self.time_offset + block.start
+        self._emit(
+            Notice(
+                f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
+                f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
+                "info",
+                "gap",
+                lane.source.label,
+            )
+        )
 
     def _enqueue(self, lane: _Lane, samples) -> None:
         room = int(self.max_backlog_s * lane.source.target_rate) - lane.pending_samples
@@ -329,6 +354,9 @@ class LiveCaptioner:
                 rows = [(lane.session, x) for lane in lanes if (x := self._take(lane)) is not None]
                 if rows:
                     self._emit_all(feed_many(rows))
+                for lane in lanes:
+                    if lane.pending and isinstance(lane.pending[0], _Gap):
+                        self._restart_at_gap(lane, lane.pending.popleft())
                 finishing = [lane for lane in lanes if lane.capture_done and not lane.pending]
                 if finishing:
                     self._end_lanes(finishing)
@@ -351,7 +379,8 @@ class LiveCaptioner:
             for lane in self._lanes:
                 lane.source.stop()
             self._run_end = max(
-                [lane.session.stream_time for lane in self._lanes] + [self._source_time(lane) for lane in self._lanes],
+                [lane.shift + lane.session.stream_time for lane in self._lanes]
+                + [self._source_time(lane) for lane in self._lanes],
                 default=0.0,
             )
             self._emit(Notice("Captioning stopped.", "info", "stopped"))
@@ -359,7 +388,7 @@ class LiveCaptioner:
 
     def _take(self, lane: _Lane):
         parts = []
-        while True:
+        while lane.pending and not isinstance(lane.pending[0], _Gap):
             try:
                 parts.append(lane.pending.popleft())
             except IndexError:
@@ -369,6 +398,12 @@ class LiveCaptioner:
         x = parts[0] if len(parts) == 1 else np.concatenate(parts)
         lane.popped += len(x)
         return x
+
+    def _restart_at_gap(self, lane: _Lane, gap: "_Gap") -> None:
+        """End ``lane``'s session at a gap (its last words appear) and restart its times after it."""
+        self._emit_all(feed_many([(lane.session, None)], end=True))
+        lane.gaps_decoded += gap.seconds
+        lane.shift = lane.popped / lane.session.sample_rate + lane.gaps_decoded
 
     def _end_lanes(self, lanes: list[_Lane]) -> None:
         for lane in lanes:
@@ -439,8 +474,10 @@ class LiveCaptioner:
             )
 
     def _emit_all(self, events: list[Event]) -> None:
+        shifts = {lane.session.source: lane.shift for lane in self._lanes if lane.shift}
         for ev in events:
-            self._emit(ev)
+            offset = shifts.get(getattr(ev, "source", None), 0.0) if shifts else 0.0
+            self._emit(_shift(ev, offset) if offset else ev)
 
     def _emit(self, event: Event) -> None:
         if self.time_offset:
@@ -458,7 +495,8 @@ class LiveCaptioner:
 
     @staticmethod
     def _source_time(lane: _Lane) -> float:
-        return lane.source.stats().samples_out / lane.source.target_rate
+        st = lane.source.stats()
+        return st.samples_out / lane.source.target_rate + st.gap_s
 
     def _sleep_s(self, lanes: list[_Lane]) -> float:
         waits = [self.poll_s]
@@ -478,6 +516,20 @@ def _backend_hook(backend: object, name: str) -> Callable[[], None]:
         if callable(hook):
             return hook
     return lambda: None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Gap:
+    """Pending-queue marker: ``seconds`` of real time without audio (see :meth:`LiveCaptioner._gap`)."""
+
+    seconds: float
+
+
+def _clock(t: float) -> str:
+    """Stream time ``t`` (s) as ``M:SS.s`` (``H:MM:SS.s`` past an hour)."""
+    m, sec = divmod(max(0.0, t), 60.0)
+    h, m = divmod(int(m), 60)
+    return f"{h}:{m:02d}:{sec:04.1f}" if h else f"{m}:{sec:04.1f}"
 
 
 def _shift(event: Event, offset: float) -> Event:
