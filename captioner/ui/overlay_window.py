@@ -14,7 +14,11 @@ Measured under Xvfb with openbox (tests/ui/test_overlay_x11.py):
   never gives it focus, and it cannot be moved by the window manager either, so the overlay
   moves and resizes itself (:mod:`captioner.ui.overlay_drag`).
 
-So under X11 (``xcb``) the overlay bypasses the window manager. On Wayland a client cannot
+So under X11 (``xcb``) the overlay bypasses the window manager. Being above every managed window
+includes the app's own dialogs: the Settings dialog opened over the overlay was covered by it
+(its shortcut fields and the profanity options unreadable). So while one of the app's dialogs has
+the focus the overlay goes to the bottom of the stack, and back on top once the focus is anywhere
+else (:func:`gives_way_to`). On Wayland a client cannot
 place itself above others: :func:`always_on_top_note` says so (and what to do). Windows and
 macOS keep the managed, always-on-top tool window and the system move/resize.
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QWindow
 
 
 def platform_name() -> str:
@@ -55,6 +59,23 @@ def overlay_flags(click_through: bool, platform: str | None = None) -> Qt.Window
     if click_through:
         flags |= Qt.WindowType.WindowTransparentForInput
     return flags
+
+
+def gives_way_to(window: QWindow | None) -> bool | None:
+    """Where the overlay goes when ``window`` (``QGuiApplication.focusWindow()``) gets the focus.
+
+    Returns:
+        True (below the other windows) for one of the app's dialogs (a window with a transient
+        parent: Settings, file dialogs, message boxes); False (back on top) for a main window,
+        another application's window (``window`` is ``None``) or none; ``None`` (stay as it is)
+        for popups and tool tips, which are above the overlay anyway (menus, combo lists).
+    """
+    if window is None:
+        return False
+    kind = window.type()
+    if kind in (Qt.WindowType.Popup, Qt.WindowType.ToolTip):
+        return None
+    return window.transientParent() is not None or kind in (Qt.WindowType.Dialog, Qt.WindowType.Sheet)
 
 
 def system_move_allowed(platform: str | None = None) -> bool:

@@ -96,3 +96,24 @@ def test_a_quick_click_in_drag_mode_leaves_the_overlay_and_a_drag_moves_it(tmp_p
                  f"the overlay to end 150 px right, 100 px up of {start} (at {moved})")
         assert overlay.ask("focus") == "0"
         assert d.xdotool("getwindowfocus").split()[0] == focused  # the window the user works in keeps the focus
+
+
+def test_the_apps_own_dialog_goes_above_the_overlay_while_it_has_the_focus(tmp_path):
+    # the Settings dialog opened over the overlay was covered by it (override-redirect stays above
+    # every managed window): its shortcut fields and the profanity options could not be seen
+    with desktop(tmp_path) as d:
+        counter = d.client("counter", *map(str, COUNTER))
+        app = d.client("overlay-app", *map(str, OVERLAY))
+        x, y = _centre(d.geometry(app.window))
+        assert d.top_at(x, y) == app.window
+        dialog = int(app.ask("open-dialog"))
+        d.xdotool("windowactivate", "--sync", str(dialog))
+        frame = d.toplevel(dialog)
+        wait_for(lambda: d.top_at(x, y) == frame, 5, "the dialog above the overlay")
+        # the user goes to another application: the captions are on top again
+        d.xdotool("windowactivate", "--sync", str(counter.window))
+        wait_for(lambda: d.top_at(x, y) == app.window, 5, "the overlay above the dialog again")
+        d.xdotool("windowactivate", "--sync", str(dialog))
+        wait_for(lambda: d.top_at(x, y) == frame, 5, "the dialog above the overlay again")
+        assert app.ask("close-dialog") == "closed"
+        wait_for(lambda: d.top_at(x, y) == app.window, 5, "the overlay on top once the dialog is closed")
