@@ -43,8 +43,8 @@ from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS,
 from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
-from captioner.ui.overlay_window import (always_on_top_note, bypasses_window_manager, gives_way_to, overlay_flags,
-                                         system_move_allowed)
+from captioner.ui.overlay_window import (active_window, always_on_top_note, bypasses_window_manager, gives_way_to,
+                                         overlay_flags, system_move_allowed)
 from captioner.ui.settings import Keys, Settings
 
 __all__ = [
@@ -398,10 +398,10 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._drag = None
         super().mouseReleaseEvent(event)
 
-    #: When (ms after the focus left the app's dialog) the overlay is raised again: the window manager
-    #: restacks the window it activates after the app has seen the focus go (openbox put that window
-    #: over an overlay raised at once).
-    RERAISE_MS = (0, 150, 600)
+    #: When (ms after the focus left the app's dialog) the overlay tries to go back on top: it does once
+    #: the window manager has made another window active (openbox restacks the window it activates
+    #: after the app has seen the focus go, so a raise at once ended under it).
+    RERAISE_MS = (0, 150, 600, 2000)
 
     def _on_focus_window(self, window) -> None:
         if not bypasses_window_manager() or not self.isVisible():
@@ -426,8 +426,13 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._on_focus_window(focus if focus is not None and focus.isVisible() else None)
 
     def _raise_unless_below(self) -> None:
-        if not self._below and self.isVisible():
-            self.raise_()
+        if self._below or not self.isVisible():
+            return
+        active = active_window()
+        ours = {int(w.winId()) for w in QGuiApplication.topLevelWindows() if w.isVisible() and gives_way_to(w)}
+        if active is not None and active in ours:
+            return  # the window manager still has the dialog active: a screen locker took the keyboard
+        self.raise_()
 
     def showEvent(self, event) -> None:  # noqa: N802
         """A (re-)mapped window is on top: under a focused dialog of the app it steps down again."""

@@ -18,7 +18,10 @@ So under X11 (``xcb``) the overlay bypasses the window manager. Being above ever
 includes the app's own dialogs: the Settings dialog opened over the overlay was covered by it
 (its shortcut fields and the profanity options unreadable). So while one of the app's dialogs has
 the focus the overlay goes to the bottom of the stack, and back on top once the focus is anywhere
-else (:func:`gives_way_to`). On Wayland a client cannot
+else (:func:`gives_way_to`). It goes back on top only once the window manager has another window
+active (``_NET_ACTIVE_WINDOW``, :func:`active_window`): a screen locker takes the keyboard without
+the window manager, so the focus leaving the dialog for a locker never puts the captions over
+the lock screen. On Wayland a client cannot
 place itself above others: :func:`always_on_top_note` says so (and what to do). Windows and
 macOS keep the managed, always-on-top tool window and the system move/resize.
 """
@@ -26,6 +29,7 @@ macOS keep the managed, always-on-top tool window and the system move/resize.
 from __future__ import annotations
 
 import os
+import sys
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QWindow
@@ -76,6 +80,36 @@ def gives_way_to(window: QWindow | None) -> bool | None:
     if kind in (Qt.WindowType.Popup, Qt.WindowType.ToolTip):
         return None
     return window.transientParent() is not None or kind in (Qt.WindowType.Dialog, Qt.WindowType.Sheet)
+
+
+_x_connection: list = []  # [python-xlib Display] once opened, [None] when it cannot be
+
+
+def active_window() -> int | None:
+    """The X window the window manager has active (``_NET_ACTIVE_WINDOW`` on the root), 0 for none.
+
+    Returns ``None`` where that cannot be known: not X11, no window manager setting the property,
+    or the display cannot be opened (its own python-xlib connection, opened once; one round trip).
+    """
+    if not sys.platform.startswith("linux") or platform_name() != "xcb":
+        return None
+    if not _x_connection:
+        try:
+            from Xlib import display as xdisplay
+
+            _x_connection.append(xdisplay.Display())
+        except Exception:  # noqa: BLE001 (no python-xlib, no display: unknown, the caller decides)
+            _x_connection.append(None)
+    conn = _x_connection[0]
+    if conn is None:
+        return None
+    try:
+        from Xlib import X
+
+        prop = conn.screen().root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+    except Exception:  # noqa: BLE001 (a closed connection, a server error: unknown)
+        return None
+    return int(prop.value[0]) if prop is not None and len(prop.value) else None
 
 
 def system_move_allowed(platform: str | None = None) -> bool:

@@ -204,3 +204,10 @@ def test_the_overlay_gives_way_to_the_apps_dialogs_only(qtbot):
     assert gives_way_to(menu.windowHandle()) is None  # a popup is above the overlay anyway
     menu.close()
     dialog.close()
+
+
+def test_the_active_window_is_unknown_off_x11(qtbot):
+    from captioner.ui.overlay_window import active_window
+
+    assert QGuiApplication.platformName() == "offscreen"
+    assert active_window() is None  # the overlay then goes back on top as soon as the focus leaves the dialog

@@ -117,3 +117,19 @@ def test_the_apps_own_dialog_goes_above_the_overlay_while_it_has_the_focus(tmp_p
         wait_for(lambda: d.top_at(x, y) == frame, 5, "the dialog above the overlay again")
         assert app.ask("close-dialog") == "closed"
         wait_for(lambda: d.top_at(x, y) == app.window, 5, "the overlay on top once the dialog is closed")
+
+
+def test_captions_never_go_over_a_screen_locker_that_takes_the_keyboard_from_the_apps_dialog(tmp_path):
+    # the locker is unmanaged too and takes the keyboard without the window manager: the focus
+    # leaving the app's dialog for it must not bring the overlay back on top (over the lock screen)
+    with desktop(tmp_path) as d:
+        app = d.client("overlay-app", *map(str, OVERLAY))
+        x, y = _centre(d.geometry(app.window))
+        dialog = int(app.ask("open-dialog"))
+        d.xdotool("windowactivate", "--sync", str(dialog))
+        frame = d.toplevel(dialog)
+        wait_for(lambda: d.top_at(x, y) == frame, 5, "the dialog above the overlay")
+        locker = d.client("locker")
+        assert d.top_at(x, y) == locker.window
+        with pytest.raises(AssertionError):
+            wait_for(lambda: d.top_at(x, y) != locker.window, 3.0, "something over the locker")

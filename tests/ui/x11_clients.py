@@ -6,6 +6,8 @@
     a plain window that counts the mouse presses it receives.
 ``python x11_clients.py fullscreen``
     a fullscreen window (``_NET_WM_STATE_FULLSCREEN``), as a presentation or a video is.
+``python x11_clients.py locker``
+    a screen locker: a full-screen override-redirect window that takes the keyboard (XGrabKeyboard).
 ``python x11_clients.py overlay-app X Y W H``
     the overlay (click-through) with a main window and a dialog of that window over the overlay's
     centre, as the app's Settings dialog is: ``open-dialog`` shows it (answers its window id),
@@ -80,7 +82,12 @@ def main(argv: list[str]) -> int:
         widget.setGeometry(QRect(*(int(v) for v in argv[2:6])))
     else:
         widget = Fullscreen()
-    if mode == "fullscreen":
+    if mode == "locker":
+        widget.setWindowFlags(Qt.WindowType.X11BypassWindowManagerHint | Qt.WindowType.FramelessWindowHint)
+        widget.setGeometry(app.primaryScreen().geometry())
+        widget.show()
+        widget.grabKeyboard()
+    elif mode == "fullscreen":
         widget.showFullScreen()
     else:
         widget.show()
