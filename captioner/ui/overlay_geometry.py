@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from PySide6.QtCore import QRect
+from PySide6.QtCore import QRect, QTimer
 from PySide6.QtGui import QGuiApplication, QScreen
 
 from captioner.engine.qt_emit import emit
@@ -123,17 +123,27 @@ class RememberedGeometry:
     def screen_resized(self, screen: QScreen, geometry: QRect) -> QRect:
         """``screen`` now has ``geometry`` (logical px): an overlay on it keeps its relative place.
 
+        It is clamped onto the new geometry at once and onto the screen's available area once Qt
+        has updated that too (the next event-loop turn): on a change to a *larger* mode Qt emits
+        ``geometryChanged`` while ``availableGeometry()`` is still the old, smaller area, and
+        clamping onto that put the overlay from 1280x720 back at 1600x1000 at (160, 610) instead
+        of the bottom centre (240, 829) (tests/ui/test_overlay_x11.py, a real xrandr switch).
+
         Returns:
-            The overlay's geometry afterwards.
+            The overlay's geometry afterwards (before the clamp onto the available area).
         """
         old = self._screen_sizes.get(screen.name())
         self._screen_sizes[screen.name()] = QRect(geometry)
         if old is None or old.size() == geometry.size() or not old.contains(self.geometry().center()):
             return self.geometry()
-        moved = rescale_rect(self.geometry(), old, geometry, self.minimumWidth())
-        self._place(clamp_rect(moved, screen.availableGeometry().intersected(geometry)))
-        self.save_geometry()
+        self._place(clamp_rect(rescale_rect(self.geometry(), old, geometry, self.minimumWidth()), geometry))
+        QTimer.singleShot(0, self, lambda: self._settle_on(screen, QRect(geometry)))
         return self.geometry()
+
+    def _settle_on(self, screen: QScreen, geometry: QRect) -> None:
+        if screen in QGuiApplication.screens():
+            self._place(clamp_rect(self.geometry(), screen.availableGeometry().intersected(geometry)))
+        self.save_geometry()
 
     def _on_screen_removed(self, screen: QScreen) -> None:
         self._screen_sizes.pop(screen.name(), None)

@@ -6,7 +6,9 @@
 * stacking: a fullscreen window opened, activated and clicked after the overlay stays *below*
   it (the old "keep above" window went under the fullscreen layer);
 * drag mode: a quick press-release leaves the overlay where it is, a real drag moves it by
-  exactly the pointer's travel.
+  exactly the pointer's travel;
+* the app's own dialog above the overlay while it has the focus, never the overlay over a
+  screen locker; a real RandR mode switch (xrandr) keeps the overlay's relative place.
 
 Each test runs on its own private display (tests/ui/x11_desktop.py) with the overlay and the
 other windows as separate xcb processes.
@@ -133,3 +135,24 @@ def test_captions_never_go_over_a_screen_locker_that_takes_the_keyboard_from_the
         assert d.top_at(x, y) == locker.window
         with pytest.raises(AssertionError):
             wait_for(lambda: d.top_at(x, y) != locker.window, 3.0, "something over the locker")
+
+
+#: A mode Xvfb can switch its output to (modeline timings: any valid ones do on Xvfb).
+MODE_720 = ["1280x720", "74.50", "1280", "1344", "1472", "1664", "720", "723", "728", "748", "-hsync", "+vsync"]
+
+
+@pytest.mark.skipif(bool(missing("xrandr")), reason="needs xrandr (x11-xserver-utils, scripts/apt-packages.txt)")
+def test_a_live_resolution_change_keeps_the_overlay_at_the_same_relative_place(tmp_path):
+    # a real RandR mode switch, as a user changing the resolution or a projector plugged in does
+    with desktop(tmp_path) as d:
+        overlay = d.client("overlay", "240", "829", "1120", "110", "click-through")  # the default place
+        assert d.geometry(overlay.window) == (240, 829, 1120, 110)
+        d.out(["xrandr", "--newmode", *MODE_720], check=True)
+        d.out(["xrandr", "--addmode", "screen", "1280x720"], check=True)
+        d.out(["xrandr", "--output", "screen", "--mode", "1280x720"], check=True)
+        # centred stays centred (x 80), the 61 px gap to the bottom scales with the height (44 px)
+        wait_for(lambda: d.geometry(overlay.window) == (80, 566, 1120, 110), 5,
+                 f"the overlay at the bottom centre of 1280x720 (at {d.geometry(overlay.window)})")
+        d.out(["xrandr", "--output", "screen", "--mode", "1600x1000"], check=True)
+        wait_for(lambda: d.geometry(overlay.window) == (240, 829, 1120, 110), 5,
+                 f"the overlay back at its place at 1600x1000 (at {d.geometry(overlay.window)})")
