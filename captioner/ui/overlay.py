@@ -449,6 +449,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         """Remember the new position (debounced)."""
         super().moveEvent(event)
         if not self._restoring and self.isVisible():
+            self.forget_wanted_place()
             self._save_timer.start()
 
     def resizeEvent(self, event) -> None:  # noqa: N802
@@ -457,5 +458,6 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._layout_rev = -1
         self._place_notice()
         if not self._restoring and self.isVisible():
+            self.forget_wanted_place()
             self._save_timer.start()
 
