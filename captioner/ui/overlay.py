@@ -16,7 +16,9 @@ What it guarantees (issues #4, #22, DESIGN section 6):
 * click-through (input transparent) or draggable/resizable (:mod:`captioner.ui.overlay_drag`);
 * position and size remembered per screen in logical pixels, moved relatively at another
   resolution and clamped back onto an existing screen when a monitor is gone
-  (:mod:`captioner.ui.overlay_place`).
+  (:mod:`captioner.ui.overlay_place`);
+* under X11 it steps behind the app's own dialog while that has the focus
+  (:mod:`captioner.ui.overlay_stacking`).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS,
 from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
-from captioner.ui.overlay_window import (active_window, always_on_top_note, bypasses_window_manager, gives_way_to,
-                                         overlay_flags, system_move_allowed)
+from captioner.ui.overlay_stacking import DialogStacking
+from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
 from captioner.ui.settings import Keys, Settings
 
 __all__ = [
@@ -60,7 +62,7 @@ MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 INDICATOR_ROOM = int(DOT_INSET + 2 * DOT_RADIUS + 4 - MARGIN)
 
 
-class CaptionOverlay(RememberedGeometry, QWidget):
+class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
     """The caption window.
 
     Args:
@@ -109,12 +111,9 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._save_timer.timeout.connect(self.save_geometry)
         self._restoring = False
 
-        self._below = False  # lowered under the app's dialog that has the focus (gives_way_to)
         self.apply_settings()
         self.watch_screens()
-        app = QGuiApplication.instance()
-        if app is not None:
-            app.focusWindowChanged.connect(self._on_focus_window)
+        self.watch_focus()
 
     # -- configuration ------------------------------------------------------------------------
     def apply_settings(self) -> None:
@@ -397,48 +396,6 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         """End a drag."""
         self._drag = None
         super().mouseReleaseEvent(event)
-
-    #: When (ms after the focus left the app's dialog) the overlay tries to go back on top: it does once
-    #: the window manager has made another window active (openbox restacks the window it activates
-    #: after the app has seen the focus go, so a raise at once ended under it).
-    RERAISE_MS = (0, 150, 600, 2000)
-
-    def _on_focus_window(self, window) -> None:
-        if not bypasses_window_manager() or not self.isVisible():
-            return
-        below = gives_way_to(window)
-        if below is None or below == self._below:
-            return
-        self._below = below
-        if below:  # an override-redirect window is above every managed one, the app's dialogs too
-            self.lower()
-            # a dialog that closes does not always hand the focus on inside the app (the window
-            # manager may give it to another application's window): its hiding ends the step down
-            window.visibleChanged.connect(self._on_dialog_visible, Qt.ConnectionType.UniqueConnection)
-            return
-        for ms in self.RERAISE_MS:
-            QTimer.singleShot(ms, self, self._raise_unless_below)
-
-    def _on_dialog_visible(self, visible: bool) -> None:
-        if visible:
-            return
-        focus = QGuiApplication.focusWindow()
-        self._on_focus_window(focus if focus is not None and focus.isVisible() else None)
-
-    def _raise_unless_below(self) -> None:
-        if self._below or not self.isVisible():
-            return
-        active = active_window()
-        ours = {int(w.winId()) for w in QGuiApplication.topLevelWindows() if w.isVisible() and gives_way_to(w)}
-        if active is not None and active in ours:
-            return  # the window manager still has the dialog active: a screen locker took the keyboard
-        self.raise_()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        """A (re-)mapped window is on top: under a focused dialog of the app it steps down again."""
-        super().showEvent(event)
-        self._below = False
-        self._on_focus_window(QGuiApplication.focusWindow())
 
     def focusInEvent(self, event) -> None:  # noqa: N802
         """The overlay never keeps keyboard focus: hand it back at once."""
