@@ -46,7 +46,8 @@ from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
 from captioner.ui.overlay_stacking import DialogStacking
-from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
+from captioner.ui.overlay_window import (always_on_top_note, compositing_active, opaque_shape, overlay_flags,
+                                         system_move_allowed)
 from captioner.ui.settings import Keys, Settings
 
 __all__ = [
@@ -99,6 +100,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         self._layout_width = -1
         self._drag: Drag | None = None
         self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
+        self._shape_key: tuple | None = None  # what the window shape was cut for (no compositor), see _check_shape
 
         self._notice: QLabel | None = None  # a problem told on the overlay (see show_notice)
         self._notice_timer = QTimer(self)
@@ -213,6 +215,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         """Draw the translucent panel and the shown visual lines, bottom-aligned; with nothing to
         show, no panel: only the indicator, and in drag mode a faint frame and the hint."""
         self._relayout()
+        self._check_shape()
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
@@ -237,6 +240,25 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         paint_lines(painter, self._shown, MARGIN, self.height() - MARGIN - lh * len(self._shown), lh,
                     self.caption_font, self.text_color, self.partial_color, self.outline_color)
         painter.end()
+
+    def _check_shape(self) -> None:
+        """Without a compositor, cut the window to what is drawn (X shows transparent pixels black):
+        an idle click-through overlay was a black box over the windows below."""
+        state = self.model.indicator[0]
+        key = (bool(self._shown), not self._click_through, state != "idle", self.width(), self.height())
+        if compositing_active() is not False:
+            key = None
+        if key != self._shape_key:
+            self._shape_key = key
+            QTimer.singleShot(0, self, self._apply_shape)  # not while painting
+
+    def _apply_shape(self) -> None:
+        key = self._shape_key
+        if key is None:
+            self.clearMask()
+            return
+        shown, frame, indicator, width, height = key
+        self.setMask(opaque_shape(width, height, shown, frame, self.indicator_rect() if indicator else None))
 
     # -- notices ----------------------------------------------------------------------------------
     #: How long (ms) a notice stays on the overlay.

@@ -16,6 +16,8 @@ other windows as separate xcb processes.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from x11_desktop import desktop, missing, wait_for
@@ -156,3 +158,26 @@ def test_a_live_resolution_change_keeps_the_overlay_at_the_same_relative_place(t
         d.out(["xrandr", "--output", "screen", "--mode", "1600x1000"], check=True)
         wait_for(lambda: d.geometry(overlay.window) == (240, 829, 1120, 110), 5,
                  f"the overlay back at its place at 1600x1000 (at {d.geometry(overlay.window)})")
+
+
+
+def _pixel(d, x, y) -> tuple[int, int, int]:
+    """The colour on the screen at ``(x, y)`` (ImageMagick ``import``), 8-bit RGB."""
+    text = d.out(["import", "-window", "root", "-crop", f"1x1+{x}+{y}", "-depth", "8", "txt:-"], check=True)
+    r, g, b = (int(v) for v in re.search(r"\((\d+),(\d+),(\d+)", text.splitlines()[-1]).groups())
+    return r, g, b
+
+
+@pytest.mark.skipif(bool(missing("import")), reason="needs ImageMagick (scripts/apt-packages.txt)")
+def test_without_a_compositor_an_idle_overlay_is_no_black_box(tmp_path):
+    # X shows an ARGB window's transparent pixels black when no compositing manager runs (plain
+    # openbox, i3, ...): the idle click-through overlay hid the window below under a black box
+    with desktop(tmp_path) as d:
+        counter = d.client("counter", *map(str, COUNTER))
+        idle = d.client("overlay", *map(str, OVERLAY), "click-through", "idle")
+        x, y = _centre(d.geometry(idle.window))
+        wait_for(lambda: _pixel(d, x, y) == (0x30, 0x70, 0xC0), 5,
+                 f"the blue window below showing through the idle overlay (seen {_pixel(d, x, y)})")
+        captions = d.client("overlay", *map(str, OVERLAY), "click-through")
+        wait_for(lambda: max(_pixel(d, x, y)) < 0x60, 5, f"the caption panel drawn (seen {_pixel(d, x, y)})")
+        assert counter.ask("presses") == "0" and captions.ask("focus") == "0"
