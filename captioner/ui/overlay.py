@@ -245,7 +245,8 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         """Without a compositor, cut the window to what is drawn (X shows transparent pixels black):
         an idle click-through overlay was a black box over the windows below."""
         state = self.model.indicator[0]
-        key = (bool(self._shown), not self._click_through, state != "idle", self.width(), self.height())
+        panel = bool(self._shown) or bool(self.notice_text())  # a notice needs the whole window too
+        key = (panel, not self._click_through, state != "idle", self.width(), self.height())
         if compositing_active() is not False:
             key = None
         if key != self._shape_key:
@@ -285,6 +286,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         self._notice.raise_()
         if not self.isVisible():
             self.show()
+        self.update()  # the window's shape (no compositor) must hold the notice
         self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
 
     def notice_text(self) -> str:
@@ -296,6 +298,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         self._notice_timer.stop()
         if self._notice is not None:
             self._notice.hide()
+            self.update()
 
     def _place_notice(self) -> None:
         if self._notice is None:

@@ -168,6 +168,12 @@ def _pixel(d, x, y) -> tuple[int, int, int]:
     return r, g, b
 
 
+def _reddish(rgb: tuple[int, int, int]) -> bool:
+    """The notice's rgba(150, 30, 20, 235) as X shows it (over black without a compositor: 138, 28, 18)."""
+    r, g, b = rgb
+    return r >= 120 and g < 60 and b < 60
+
+
 @pytest.mark.skipif(bool(missing("import")), reason="needs ImageMagick (scripts/apt-packages.txt)")
 def test_without_a_compositor_an_idle_overlay_is_no_black_box(tmp_path):
     # X shows an ARGB window's transparent pixels black when no compositing manager runs (plain
@@ -181,3 +187,7 @@ def test_without_a_compositor_an_idle_overlay_is_no_black_box(tmp_path):
         captions = d.client("overlay", *map(str, OVERLAY), "click-through")
         wait_for(lambda: max(_pixel(d, x, y)) < 0x60, 5, f"the caption panel drawn (seen {_pixel(d, x, y)})")
         assert counter.ask("presses") == "0" and captions.ask("focus") == "0"
+        notice = d.client("overlay", *map(str, OVERLAY), "click-through", "idle", "notice")
+        left, top = d.geometry(notice.window)[:2]
+        wait_for(lambda: _reddish(_pixel(d, left + 12, top + 8)), 5,
+                 f"a notice on the idle overlay shown whole (seen {_pixel(d, left + 12, top + 8)})")

@@ -1,7 +1,8 @@
 """X clients for tests/ui/test_overlay_x11.py, one per process (``QT_QPA_PLATFORM=xcb``).
 
-``python x11_clients.py overlay X Y W H [click-through|drag] [idle]``
-    the app's CaptionOverlay with a caption (none with ``idle``), placed at ``X Y W H``.
+``python x11_clients.py overlay X Y W H [click-through|drag] [idle] [notice]``
+    the app's CaptionOverlay with a caption (none with ``idle``; a notice with ``notice``),
+    placed at ``X Y W H``.
 ``python x11_clients.py counter X Y W H``
     a plain window that counts the mouse presses it receives.
 ``python x11_clients.py fullscreen``
@@ -58,8 +59,10 @@ def main(argv: list[str]) -> int:
 
         widget = CaptionOverlay(None)
         widget.set_click_through(argv[6] == "click-through", persist=False)
-        if argv[7:8] != ["idle"]:
+        if "idle" not in argv[7:]:
             widget.apply_event(TextDelta("Captions over another window.", 0.0, 1.0, True, "Meeting"))
+        if "notice" in argv[7:]:
+            widget.show_notice("No microphone found.", 60000)
         widget.place(QRect(*(int(v) for v in argv[2:6])))
     elif mode == "overlay-app":
         from captioner.events import TextDelta
