@@ -18,7 +18,8 @@ What it guarantees (issues #4, #22, DESIGN section 6):
   resolution and clamped back onto an existing screen when a monitor is gone
   (:mod:`captioner.ui.overlay_place`);
 * under X11 it steps behind the app's own dialog while that has the focus
-  (:mod:`captioner.ui.overlay_stacking`).
+  (:mod:`captioner.ui.overlay_stacking`), and without a compositing manager it is cut to what
+  it draws (:mod:`captioner.ui.overlay_shape`).
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ from captioner.events import Event
 from captioner.ui import overlay_marks
 from captioner.ui.caption_model import CaptionLine, CaptionModel
 from captioner.ui.overlay_drag import Drag, cursor_for, edges_at
-from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS, paint_indicator
+from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS, MARGIN, paint_indicator
 from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
 from captioner.ui.overlay_stacking import DialogStacking
-from captioner.ui.overlay_window import (always_on_top_note, compositing_active, opaque_shape, overlay_flags,
-                                         system_move_allowed)
+from captioner.ui.overlay_notice import OverlayNotice
+from captioner.ui.overlay_shape import OpaqueShape
+from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
 from captioner.ui.settings import Keys, Settings
 
 __all__ = [
@@ -55,15 +57,13 @@ __all__ = [
     "clamp_rect", "contrast_ratio", "panel_over", "relative_luminance", "screen_key",
 ]
 
-#: Inner padding of the panel, logical px.
-MARGIN = 12
 #: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
 MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 #: Extra right margin (logical px) so no text runs under the turn indicator (4 px clear of it).
 INDICATOR_ROOM = int(DOT_INSET + 2 * DOT_RADIUS + 4 - MARGIN)
 
 
-class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
+class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNotice, QWidget):
     """The caption window.
 
     Args:
@@ -240,72 +240,6 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, QWidget):
         paint_lines(painter, self._shown, MARGIN, self.height() - MARGIN - lh * len(self._shown), lh,
                     self.caption_font, self.text_color, self.partial_color, self.outline_color)
         painter.end()
-
-    def _check_shape(self) -> None:
-        """Without a compositor, cut the window to what is drawn (X shows transparent pixels black):
-        an idle click-through overlay was a black box over the windows below."""
-        state = self.model.indicator[0]
-        panel = bool(self._shown) or bool(self.notice_text())  # a notice needs the whole window too
-        key = (panel, not self._click_through, state != "idle", self.width(), self.height())
-        if compositing_active() is not False:
-            key = None
-        if key != self._shape_key:
-            self._shape_key = key
-            QTimer.singleShot(0, self, self._apply_shape)  # not while painting
-
-    def _apply_shape(self) -> None:
-        key = self._shape_key
-        if key is None:
-            self.clearMask()
-            return
-        shown, frame, indicator, width, height = key
-        self.setMask(opaque_shape(width, height, shown, frame, self.indicator_rect() if indicator else None))
-
-    # -- notices ----------------------------------------------------------------------------------
-    #: How long (ms) a notice stays on the overlay.
-    NOTICE_MS = 8000
-
-    @property
-    def notice(self) -> QLabel | None:
-        """The notice label (``None`` until the first notice)."""
-        return self._notice
-
-    def show_notice(self, text: str, ms: int | None = None) -> None:
-        """Show a short problem message at the top of the overlay for ``ms`` (a failed Start
-        from the tray or a shortcut while the main window is not in front)."""
-        if self._notice is None:
-            self._notice = QLabel(self)
-            self._notice.setObjectName("overlay-notice")
-            self._notice.setWordWrap(True)
-            self._notice.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
-            self._notice.setStyleSheet("QLabel#overlay-notice { background: rgba(150, 30, 20, 235); color: white; "
-                                       "border-radius: 6px; padding: 4px 8px; font-weight: bold; }")
-        self._notice.setText(text)
-        self._place_notice()
-        self._notice.show()
-        self._notice.raise_()
-        if not self.isVisible():
-            self.show()
-        self.update()  # the window's shape (no compositor) must hold the notice
-        self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
-
-    def notice_text(self) -> str:
-        """The notice shown now, or ``""``."""
-        return self._notice.text() if self._notice is not None and not self._notice.isHidden() else ""
-
-    def hide_notice(self) -> None:
-        """Remove the notice."""
-        self._notice_timer.stop()
-        if self._notice is not None:
-            self._notice.hide()
-            self.update()
-
-    def _place_notice(self) -> None:
-        if self._notice is None:
-            return
-        width = max(40, self.width() - MARGIN)
-        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
-        self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))
 
     # -- the empty-state hint and the indicator ----------------------------------------------------
     HINTS = HINTS

@@ -31,10 +31,8 @@ from __future__ import annotations
 import os
 import sys
 
-import time
-
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QGuiApplication, QPainterPath, QRegion, QWindow
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QWindow
 
 
 def platform_name() -> str:
@@ -87,33 +85,8 @@ def gives_way_to(window: QWindow | None) -> bool | None:
 _x_connection: list = []  # [python-xlib Display] once opened, [None] when it cannot be
 
 
-def active_window() -> int | None:
-    """The X window the window manager has active (``_NET_ACTIVE_WINDOW`` on the root), 0 for none.
-
-    Returns ``None`` where that cannot be known: not X11, no window manager setting the property,
-    or the display cannot be opened (its own python-xlib connection, opened once; one round trip).
-    """
-    if not sys.platform.startswith("linux") or platform_name() != "xcb":
-        return None
-    conn = _x()
-    if conn is None:
-        return None
-    try:
-        from Xlib import X
-
-        prop = conn.screen().root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
-    except Exception:  # noqa: BLE001 (a closed connection, a server error: unknown)
-        return None
-    return int(prop.value[0]) if prop is not None and len(prop.value) else None
-
-
-#: How long (s) an answer of :func:`compositing_active` is reused (a compositor may start or stop).
-COMPOSITING_RECHECK_S = 2.0
-_compositing: list = []  # [(monotonic time, answer)]
-
-
-def _x() -> object | None:
-    """This module's own python-xlib connection (opened once), or ``None``."""
+def x_connection() -> object | None:
+    """The overlay modules' own python-xlib connection (opened once, not Qt's), or ``None``."""
     if not _x_connection:
         try:
             from Xlib import display as xdisplay
@@ -124,55 +97,24 @@ def _x() -> object | None:
     return _x_connection[0]
 
 
-def compositing_active() -> bool | None:
-    """Whether a compositing manager runs on the X screen (an owner of ``_NET_WM_CM_S<n>``).
+def active_window() -> int | None:
+    """The X window the window manager has active (``_NET_ACTIVE_WINDOW`` on the root), 0 for none.
 
-    Without one, X shows an ARGB window's transparent pixels as black: the translucent panel
-    is opaque and an "empty" overlay is a black box over the windows below. ``None`` off X11
-    or when it cannot be asked. Re-asked at most every :data:`COMPOSITING_RECHECK_S`.
+    Returns ``None`` where that cannot be known: not X11, no window manager setting the property,
+    or the display cannot be opened (its own python-xlib connection, opened once; one round trip).
     """
     if not sys.platform.startswith("linux") or platform_name() != "xcb":
         return None
-    now = time.monotonic()
-    if _compositing and now - _compositing[0][0] < COMPOSITING_RECHECK_S:
-        return _compositing[0][1]
-    conn = _x()
-    answer = None
-    if conn is not None:
-        try:
-            from Xlib import X
+    conn = x_connection()
+    if conn is None:
+        return None
+    try:
+        from Xlib import X
 
-            atom = conn.intern_atom(f"_NET_WM_CM_S{conn.get_default_screen()}")
-            answer = conn.get_selection_owner(atom) != X.NONE
-        except Exception:  # noqa: BLE001 (a closed connection, a server error: unknown)
-            answer = None
-    _compositing[:] = [(now, answer)]
-    return answer
-
-
-def opaque_shape(width: int, height: int, panel: bool, frame: bool, indicator: QRectF | None,
-                 radius: float = 10.0) -> QRegion:
-    """The part of the overlay to keep where nothing is translucent (no compositor), as a window shape.
-
-    Args:
-        width, height: the overlay's size (logical px).
-        panel: captions are shown (the rounded panel).
-        frame: drag mode (the frame and the hint cover the whole rectangle).
-        indicator: the turn indicator's rectangle when it is drawn, else ``None``.
-        radius: the panel's corner radius.
-
-    Returns:
-        The region to keep; a 1x1 region in the top-left corner when nothing is drawn (an empty
-        region would remove the shape instead: the whole black rectangle).
-    """
-    if panel or frame:
-        path = QPainterPath()
-        path.addRoundedRect(QRectF(0, 0, width, height), radius, radius)
-        return QRegion(path.toFillPolygon().toPolygon())
-    if indicator is not None:
-        box = indicator.adjusted(-1.5, -1.5, 1.5, 1.5).toAlignedRect()
-        return QRegion(box, QRegion.RegionType.Ellipse)
-    return QRegion(0, 0, 1, 1)
+        prop = conn.screen().root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+    except Exception:  # noqa: BLE001 (a closed connection, a server error: unknown)
+        return None
+    return int(prop.value[0]) if prop is not None and len(prop.value) else None
 
 
 def system_move_allowed(platform: str | None = None) -> bool:
