@@ -16,7 +16,10 @@ What it guarantees (issues #4, #22, DESIGN section 6):
 * click-through (input transparent) or draggable/resizable (:mod:`captioner.ui.overlay_drag`);
 * position and size remembered per screen in logical pixels, moved relatively at another
   resolution and clamped back onto an existing screen when a monitor is gone
-  (:mod:`captioner.ui.overlay_place`).
+  (:mod:`captioner.ui.overlay_place`);
+* under X11 it steps behind the app's own dialog while that has the focus
+  (:mod:`captioner.ui.overlay_stacking`), and without a compositing manager it is cut to what
+  it draws (:mod:`captioner.ui.overlay_shape`).
 """
 
 from __future__ import annotations
@@ -39,10 +42,13 @@ from captioner.events import Event
 from captioner.ui import overlay_marks
 from captioner.ui.caption_model import CaptionLine, CaptionModel
 from captioner.ui.overlay_drag import Drag, cursor_for, edges_at
-from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS, paint_indicator
+from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS, MARGIN, paint_indicator
 from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
+from captioner.ui.overlay_stacking import DialogStacking
+from captioner.ui.overlay_notice import OverlayNotice
+from captioner.ui.overlay_shape import OpaqueShape
 from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
 from captioner.ui.settings import Keys, Settings
 
@@ -51,15 +57,13 @@ __all__ = [
     "clamp_rect", "contrast_ratio", "panel_over", "relative_luminance", "screen_key",
 ]
 
-#: Inner padding of the panel, logical px.
-MARGIN = 12
 #: The most caption lines the overlay shows, however tall it is made (the setting's maximum).
 MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 #: Extra right margin (logical px) so no text runs under the turn indicator (4 px clear of it).
 INDICATOR_ROOM = int(DOT_INSET + 2 * DOT_RADIUS + 4 - MARGIN)
 
 
-class CaptionOverlay(RememberedGeometry, QWidget):
+class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNotice, QWidget):
     """The caption window.
 
     Args:
@@ -96,6 +100,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._layout_width = -1
         self._drag: Drag | None = None
         self._resized_by_user = False  # an edge drag since the last save: the height picks the line count
+        self._shape_key: tuple | None = None  # what the window shape was cut for (no compositor), see _check_shape
 
         self._notice: QLabel | None = None  # a problem told on the overlay (see show_notice)
         self._notice_timer = QTimer(self)
@@ -110,6 +115,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
 
         self.apply_settings()
         self.watch_screens()
+        self.watch_focus()
 
     # -- configuration ------------------------------------------------------------------------
     def apply_settings(self) -> None:
@@ -209,6 +215,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         """Draw the translucent panel and the shown visual lines, bottom-aligned; with nothing to
         show, no panel: only the indicator, and in drag mode a faint frame and the hint."""
         self._relayout()
+        self._check_shape()
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
@@ -233,50 +240,6 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         paint_lines(painter, self._shown, MARGIN, self.height() - MARGIN - lh * len(self._shown), lh,
                     self.caption_font, self.text_color, self.partial_color, self.outline_color)
         painter.end()
-
-    # -- notices ----------------------------------------------------------------------------------
-    #: How long (ms) a notice stays on the overlay.
-    NOTICE_MS = 8000
-
-    @property
-    def notice(self) -> QLabel | None:
-        """The notice label (``None`` until the first notice)."""
-        return self._notice
-
-    def show_notice(self, text: str, ms: int | None = None) -> None:
-        """Show a short problem message at the top of the overlay for ``ms`` (a failed Start
-        from the tray or a shortcut while the main window is not in front)."""
-        if self._notice is None:
-            self._notice = QLabel(self)
-            self._notice.setObjectName("overlay-notice")
-            self._notice.setWordWrap(True)
-            self._notice.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, True)
-            self._notice.setStyleSheet("QLabel#overlay-notice { background: rgba(150, 30, 20, 235); color: white; "
-                                       "border-radius: 6px; padding: 4px 8px; font-weight: bold; }")
-        self._notice.setText(text)
-        self._place_notice()
-        self._notice.show()
-        self._notice.raise_()
-        if not self.isVisible():
-            self.show()
-        self._notice_timer.start(self.NOTICE_MS if ms is None else ms)
-
-    def notice_text(self) -> str:
-        """The notice shown now, or ``""``."""
-        return self._notice.text() if self._notice is not None and not self._notice.isHidden() else ""
-
-    def hide_notice(self) -> None:
-        """Remove the notice."""
-        self._notice_timer.stop()
-        if self._notice is not None:
-            self._notice.hide()
-
-    def _place_notice(self) -> None:
-        if self._notice is None:
-            return
-        width = max(40, self.width() - MARGIN)
-        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
-        self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))
 
     # -- the empty-state hint and the indicator ----------------------------------------------------
     HINTS = HINTS
@@ -402,6 +365,7 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         """Remember the new position (debounced)."""
         super().moveEvent(event)
         if not self._restoring and self.isVisible():
+            self.forget_wanted_place()
             self._save_timer.start()
 
     def resizeEvent(self, event) -> None:  # noqa: N802
@@ -410,5 +374,6 @@ class CaptionOverlay(RememberedGeometry, QWidget):
         self._layout_rev = -1
         self._place_notice()
         if not self._restoring and self.isVisible():
+            self.forget_wanted_place()
             self._save_timer.start()
 

@@ -101,10 +101,12 @@ class RememberedGeometry:
     def watch_screens(self) -> None:
         """Follow resolution changes of every screen (and of screens plugged in later): the overlay on a
         screen whose size changes moves to the same relative place (:meth:`screen_resized`)."""
+        self._screen_sizes: dict[str, QRect] = {}
+        #: (screen name, its geometry, the overlay's place there) after a resolution change, until a user move
+        self._wanted: tuple[str, QRect, QRect] | None = None
         app = QGuiApplication.instance()
         if app is None:
             return
-        self._screen_sizes: dict[str, QRect] = {}
         for screen in QGuiApplication.screens():
             self._watch(screen)
         app.screenAdded.connect(self._watch)
@@ -114,6 +116,7 @@ class RememberedGeometry:
         self._screen_sizes[screen.name()] = screen.geometry()
         # a bound method, not a lambda: Qt drops the connection when the overlay is deleted
         screen.geometryChanged.connect(self._on_screen_geometry)
+        screen.availableGeometryChanged.connect(self._on_available)
 
     def _on_screen_geometry(self, geometry: QRect) -> None:
         screen = self.sender()
@@ -123,6 +126,14 @@ class RememberedGeometry:
     def screen_resized(self, screen: QScreen, geometry: QRect) -> QRect:
         """``screen`` now has ``geometry`` (logical px): an overlay on it keeps its relative place.
 
+        The place wanted there (:func:`rescale_rect`, on the new geometry) is kept until the user
+        moves the overlay, and clamped again onto the screen's available area whenever that
+        changes (:meth:`_on_available`): on a switch to a *larger* mode Qt emits
+        ``geometryChanged`` while ``availableGeometry()`` is still the old work area (the window
+        manager updates ``_NET_WORKAREA`` after), and clamping onto that once put the overlay
+        from 1280x720 back at 1600x1000 at (160, 610) instead of the bottom centre (240, 829)
+        (tests/ui/test_overlay_x11.py, a real xrandr switch).
+
         Returns:
             The overlay's geometry afterwards.
         """
@@ -130,10 +141,24 @@ class RememberedGeometry:
         self._screen_sizes[screen.name()] = QRect(geometry)
         if old is None or old.size() == geometry.size() or not old.contains(self.geometry().center()):
             return self.geometry()
-        moved = rescale_rect(self.geometry(), old, geometry, self.minimumWidth())
+        wanted = self._wanted
+        source = wanted[2] if wanted is not None and wanted[:2] == (screen.name(), old) else self.geometry()
+        moved = clamp_rect(rescale_rect(source, old, geometry, self.minimumWidth()), geometry)
+        self._wanted = (screen.name(), QRect(geometry), moved)
         self._place(clamp_rect(moved, screen.availableGeometry().intersected(geometry)))
         self.save_geometry()
         return self.geometry()
+
+    def _on_available(self, area: QRect) -> None:
+        screen = self.sender()
+        wanted = self._wanted
+        if isinstance(screen, QScreen) and wanted is not None and wanted[:2] == (screen.name(), screen.geometry()):
+            self._place(clamp_rect(wanted[2], area.intersected(screen.geometry())))
+            self.save_geometry()
+
+    def forget_wanted_place(self) -> None:
+        """The user moved or resized the overlay: a later work-area change keeps where it is now."""
+        self._wanted = None
 
     def _on_screen_removed(self, screen: QScreen) -> None:
         self._screen_sizes.pop(screen.name(), None)

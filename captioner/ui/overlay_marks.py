@@ -18,6 +18,8 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
 
+#: Inner padding (logical px) of the overlay's panel, round the text, the hint and the notice.
+MARGIN = 12
 #: Radius (logical px) of the indicator, and its distance from the panel's top-right corner.
 DOT_RADIUS = 7.0
 DOT_INSET = 7.0

@@ -14,7 +14,14 @@ Measured under Xvfb with openbox (tests/ui/test_overlay_x11.py):
   never gives it focus, and it cannot be moved by the window manager either, so the overlay
   moves and resizes itself (:mod:`captioner.ui.overlay_drag`).
 
-So under X11 (``xcb``) the overlay bypasses the window manager. On Wayland a client cannot
+So under X11 (``xcb``) the overlay bypasses the window manager. Being above every managed window
+includes the app's own dialogs: the Settings dialog opened over the overlay was covered by it
+(its shortcut fields and the profanity options unreadable). So while one of the app's dialogs has
+the focus the overlay goes to the bottom of the stack, and back on top once the focus is anywhere
+else (:func:`gives_way_to`). It goes back on top only once the window manager has another window
+active (``_NET_ACTIVE_WINDOW``, :func:`active_window`): a screen locker takes the keyboard without
+the window manager, so the focus leaving the dialog for a locker never puts the captions over
+the lock screen. On Wayland a client cannot
 place itself above others: :func:`always_on_top_note` says so (and what to do). Windows and
 macOS keep the managed, always-on-top tool window and the system move/resize.
 """
@@ -22,9 +29,10 @@ macOS keep the managed, always-on-top tool window and the system move/resize.
 from __future__ import annotations
 
 import os
+import sys
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QWindow
 
 
 def platform_name() -> str:
@@ -55,6 +63,58 @@ def overlay_flags(click_through: bool, platform: str | None = None) -> Qt.Window
     if click_through:
         flags |= Qt.WindowType.WindowTransparentForInput
     return flags
+
+
+def gives_way_to(window: QWindow | None) -> bool | None:
+    """Where the overlay goes when ``window`` (``QGuiApplication.focusWindow()``) gets the focus.
+
+    Returns:
+        True (below the other windows) for one of the app's dialogs (a window with a transient
+        parent: Settings, file dialogs, message boxes); False (back on top) for a main window,
+        another application's window (``window`` is ``None``) or none; ``None`` (stay as it is)
+        for popups and tool tips, which are above the overlay anyway (menus, combo lists).
+    """
+    if window is None:
+        return False
+    kind = window.type()
+    if kind in (Qt.WindowType.Popup, Qt.WindowType.ToolTip):
+        return None
+    return window.transientParent() is not None or kind in (Qt.WindowType.Dialog, Qt.WindowType.Sheet)
+
+
+_x_connection: list = []  # [python-xlib Display] once opened, [None] when it cannot be
+
+
+def x_connection() -> object | None:
+    """The overlay modules' own python-xlib connection (opened once, not Qt's), or ``None``."""
+    if not _x_connection:
+        try:
+            from Xlib import display as xdisplay
+
+            _x_connection.append(xdisplay.Display())
+        except Exception:  # noqa: BLE001 (no python-xlib, no display)
+            _x_connection.append(None)
+    return _x_connection[0]
+
+
+def active_window() -> int | None:
+    """The X window the window manager has active (``_NET_ACTIVE_WINDOW`` on the root), 0 for none.
+
+    Returns ``None`` where that cannot be known: not X11, no window manager setting the property,
+    or the display cannot be opened (its own python-xlib connection, opened once; one round trip).
+    """
+    if not sys.platform.startswith("linux") or platform_name() != "xcb":
+        return None
+    conn = x_connection()
+    if conn is None:
+        return None
+    try:
+        from Xlib import X
+
+        prop = conn.screen().root.get_full_property(conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType)
+    except Exception:  # noqa: BLE001 (a closed connection, a server error: unknown)
+        return None
+    return int(prop.value[0]) if prop is not None and len(prop.value) else None
 
 
 def system_move_allowed(platform: str | None = None) -> bool:

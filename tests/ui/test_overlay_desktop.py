@@ -13,7 +13,7 @@ from captioner.events import TextDelta, VoiceActivity
 from captioner.ui.overlay import CaptionOverlay, screen_key
 from captioner.ui.overlay_drag import Drag
 from captioner.ui.overlay_place import rescale_rect
-from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
+from captioner.ui.overlay_window import always_on_top_note, gives_way_to, overlay_flags, system_move_allowed
 from captioner.ui.settings import Keys
 
 pytestmark = pytest.mark.gui
@@ -184,3 +184,30 @@ def test_a_move_without_the_button_ends_the_drag(overlay, qtbot):
     QApplication.sendEvent(overlay, moved)
     assert overlay.geometry() == start
     assert Keys.OVERLAY_CLICK_THROUGH.default in (True, False)
+
+
+def test_the_overlay_gives_way_to_the_apps_dialogs_only(qtbot):
+    from PySide6.QtWidgets import QDialog, QMainWindow, QMenu
+
+    main = QMainWindow()
+    qtbot.addWidget(main)
+    main.show()
+    dialog = QDialog(main)
+    dialog.show()
+    menu = QMenu(main)
+    menu.addAction("x")
+    menu.popup(QPoint(10, 10))
+    qtbot.waitUntil(lambda: menu.windowHandle() is not None and menu.isVisible())
+    assert gives_way_to(dialog.windowHandle()) is True  # Settings, file dialogs, message boxes
+    assert gives_way_to(main.windowHandle()) is False  # back on top over the main window
+    assert gives_way_to(None) is False  # another application has the focus
+    assert gives_way_to(menu.windowHandle()) is None  # a popup is above the overlay anyway
+    menu.close()
+    dialog.close()
+
+
+def test_the_active_window_is_unknown_off_x11(qtbot):
+    from captioner.ui.overlay_window import active_window
+
+    assert QGuiApplication.platformName() == "offscreen"
+    assert active_window() is None  # the overlay then goes back on top as soon as the focus leaves the dialog
