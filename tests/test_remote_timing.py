@@ -1,0 +1,47 @@
+"""Cue times of the remote backend against the reference server's schedule (issue 21).
+
+The reference server (``Audio8RealtimeAudioTokenBuffer``) prefills a 32-step left pad and then
+sends delta ``j`` as soon as it holds ``j`` steps of audio plus the 2.5 ms look-ahead; a
+delayed-streams token describes the audio one delay before, so delta ``j`` is the text of
+audio step ``j - d`` and the first ``d`` deltas are about the pad. The scripted server
+(tests/remote_server.py) keeps that schedule, so a client that read the delta count as audio
+time put every cue one delay late (a word at 0.00 s got 0.48 s with the default 480 ms).
+"""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("websockets")
+
+from captioner.asr import load_backend  # noqa: E402
+from captioner.engine.session import StreamingSession  # noqa: E402
+from captioner.events import TextDelta  # noqa: E402
+from tests.remote_server import STEP, Script, ScriptedServer  # noqa: E402
+
+FAST = dict(busy_timeout_s=1.0, greet_timeout_s=2.0, connect_timeout_s=2.0, backoff_s=0.05, backoff_max_s=0.2,
+            reconnect_give_up_s=5.0)
+
+
+def _run(url, audio, delay_ms):
+    session = StreamingSession(load_backend("remote", url, delay_ms=delay_ms, language="en", **FAST), "f")
+    events = []
+    for i in range(0, len(audio), STEP):
+        events += session.feed(audio[i : i + STEP])
+    events += session.end()
+    return [e for e in events if isinstance(e, TextDelta)]
+
+
+@pytest.mark.parametrize("delay_ms", [80, 480, 960])
+def test_a_word_spoken_at_the_start_gets_a_cue_at_the_start(delay_ms):
+    # "hello" is spoken at 0.00-0.23 s (steps 0-2), "world" at 1.20 s (step 15); the server
+    # says each at the step it began, d = delay / 80 deltas later
+    script = Script(text={0: " hello", 15: " world"})
+    with ScriptedServer(script) as srv:
+        deltas = _run(srv.url, np.zeros(STEP * 30, np.float32), delay_ms)
+        sent = srv.connections[0].steps
+    assert sent == 30 + delay_ms // 80 + 11  # N steps give N + d + 11 deltas (the reference schedule)
+    (hello, world) = deltas
+    assert hello.text == " hello" and world.text == " world"
+    assert 0.0 <= hello.start <= 0.08  # within one 80 ms clock step of when it was spoken
+    assert hello.end == pytest.approx(0.08)
+    assert world.start == pytest.approx(1.20) and world.end == pytest.approx(1.28)
