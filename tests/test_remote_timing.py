@@ -45,3 +45,23 @@ def test_a_word_spoken_at_the_start_gets_a_cue_at_the_start(delay_ms):
     assert 0.0 <= hello.start <= 0.08  # within one 80 ms clock step of when it was spoken
     assert hello.end == pytest.approx(0.08)
     assert world.start == pytest.approx(1.20) and world.end == pytest.approx(1.28)
+
+
+def test_a_reconnect_is_told_to_the_user_once_not_also_as_a_log_warning(caplog):
+    """The CLI configures no logging, so Python's last-resort handler prints every WARNING to
+    stderr: each reconnect, bad frame or end-rule message appeared twice (a bare log line, then
+    the notice). The notices are the user's channel; the log keeps the detail at INFO."""
+    import logging
+
+    script = Script(text={2: " kept"}, close_after_steps=(8, 1011), bad_frame_at_step={3: "{oops"})
+    with caplog.at_level(logging.INFO, logger="captioner"), ScriptedServer(script) as srv:
+        session = StreamingSession(load_backend("remote", srv.url, language="en", **FAST), "f")
+        events = []
+        for i in range(0, STEP * 20, STEP):
+            events += session.feed(np.zeros(STEP, np.float32))
+        events += session.end()
+        conns = len(srv.connections)
+    assert conns == 2 and "".join(e.text for e in events if isinstance(e, TextDelta)) == " kept"
+    remote = [r for r in caplog.records if r.name.startswith("captioner.asr.remote")]
+    assert any("reconnecting" in r.getMessage() for r in remote)  # still logged, for diagnosis
+    assert [r.getMessage() for r in remote if r.levelno >= logging.WARNING] == []

@@ -112,7 +112,7 @@ class Generation:
         s = self.s
         if self._repeated("bad frame"):
             raise Transient(f"{problem} ({REPEAT_LIMIT} bad frames within {REPEAT_WINDOW_S:g} s)")
-        log.warning("caption server %s: %s; skipped", s.url, problem)
+        log.info("caption server %s: %s; skipped", s.url, problem)
         s._report_once("bad_frame", Notice(f"Caption server {s.url}: {problem}; the frame was skipped and the "
                                            "stream goes on.", "warning", "remote_bad_frame"))
 
@@ -156,7 +156,7 @@ class Generation:
             raise Fatal(message)
         if self._repeated(f"code {code}"):
             raise Fatal(f"{message} ({REPEAT_LIMIT} times within {REPEAT_WINDOW_S:g} s)")
-        log.warning("caption server %s reported error %r; skipped", s.url, code)
+        log.info("caption server %s reported error %r; skipped", s.url, code)
         s._report_once(f"error {code}", Notice(f"{message}; skipped, the stream goes on.", "warning",
                                                "remote_server_error"))
 

@@ -120,7 +120,7 @@ class SessionLoop:
                     late_reconnects += finishing
                     outage_since = time.monotonic()
                     self.reconnects += 1
-                    log.warning("caption server %s: %s; reconnecting", self.url, reason)
+                    log.info("caption server %s: %s; reconnecting", self.url, reason)
                     self._emit(Notice(f"Lost the caption server {self.url} ({reason}); reconnecting. "
                                       "Audio is kept meanwhile.", "warning", "remote_reconnecting"))
                 finally:
@@ -159,7 +159,7 @@ class SessionLoop:
         self._ready.set()
 
     def _ended_without_done(self, why: str) -> None:
-        log.warning("caption server %s: %s; ending the stream", self.url, why)
+        log.info("caption server %s: %s; ending the stream", self.url, why)
         self._emit(Notice(f"Caption server {self.url} did not confirm the end of the stream ({why}); "
                           "the text received so far is kept.", "warning", "remote_no_done"))
         self._done.set()
@@ -167,7 +167,7 @@ class SessionLoop:
     def _lost_after_end(self, reason: str) -> None:
         with self._lock:
             untranscribed = max(0, self.fed_samples - self._buffer.transcribed) / P.SAMPLE_RATE
-        log.warning("caption server %s: %s after the input ended; not reconnecting", self.url, reason)
+        log.info("caption server %s: %s after the input ended; not reconnecting", self.url, reason)
         why = "Stop was asked" if self._stopping else "the input had ended"
         self._emit(Notice(f"Lost the caption server {self.url} ({reason}) after {why}; no new session was "
                           f"opened. The last {untranscribed:.1f} s of audio may be missing.", "warning",
@@ -251,7 +251,7 @@ class SessionLoop:
                     gen.final_at = gen.sent_at = time.monotonic()
                     return
                 if idle >= c.abandon_after_s:  # nobody feeds this stream any more: free the server
-                    log.warning("caption server %s: no audio for %.0f s; ending the stream", self.url, idle)
+                    log.info("caption server %s: no audio for %.0f s; ending the stream", self.url, idle)
                     with self._cond:
                         self._finishing = True
                         self._abandoned = True
