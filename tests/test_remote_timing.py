@@ -65,3 +65,26 @@ def test_a_reconnect_is_told_to_the_user_once_not_also_as_a_log_warning(caplog):
     remote = [r for r in caplog.records if r.name.startswith("captioner.asr.remote")]
     assert any("reconnecting" in r.getMessage() for r in remote)  # still logged, for diagnosis
     assert [r.getMessage() for r in remote if r.levelno >= logging.WARNING] == []
+
+
+def test_a_10_mb_frame_reconnects_keeping_the_words_and_says_why():
+    """A frame over the client's 4 MiB limit: the client closes with 1009 itself, so nothing
+    was received from the server; the notice named that "the connection dropped"."""
+    words = [0, 1, 2, 3, 0, 4, 5, 0, 6, 7, 8, 0] * 2
+    from tests.remote_server import word_audio
+
+    script = Script(words_from_audio=True, bad_frame_at_step={5: "x" * 10_000_000})
+    with ScriptedServer(script) as srv:
+        session = StreamingSession(load_backend("remote", srv.url, language="en", **FAST), "f")
+        audio = word_audio(words)
+        events = []
+        for i in range(0, len(audio), STEP):
+            events += session.feed(audio[i : i + STEP])
+        events += session.end()
+        conns = len(srv.connections)
+    assert conns == 2
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(f" w{k}" for k in words if k)
+    from captioner.events import Notice
+
+    (lost,) = [e for e in events if isinstance(e, Notice) and e.code == "remote_reconnecting"]
+    assert "over the 4 MiB limit" in lost.message, lost.message
