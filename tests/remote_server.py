@@ -86,6 +86,7 @@ class Script:
         processing_error_at_step: fail the first generation there (error, no done).
         processing_error_always: ... and every later generation too (a broken server).
         silent: send session.created and then never anything else.
+        greet: send ``session.created`` on accept (False: accept and say nothing at all).
         read_pause_s: stop reading for this long after the first append (slow reader).
         faults_on_connection: apply the fault scripts on this connection number only (0-based).
         step_ms: server-side delay per step (simulated model time).
@@ -107,6 +108,7 @@ class Script:
     processing_error_at_step: int | None = None
     processing_error_always: bool = False
     silent: bool = False
+    greet: bool = True
     read_pause_s: float = 0.0
     faults_on_connection: int = 0
     step_ms: float = 0.0
@@ -224,7 +226,10 @@ class ScriptedServer:
         self.connections.append(conn)
         faults = number == self.script.faults_on_connection
         s = self.script
-        await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}", "created": int(time.time())}))
+        if s.greet or not faults:
+            await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}",
+                                      "created": int(time.time())}))
+        self._notify()
         state = {"validated": False, "language": "zh", "delay": None, "generation": None, "number": number}
         try:
             while True:
