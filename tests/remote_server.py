@@ -89,6 +89,7 @@ class Script:
         greet: send ``session.created`` on accept (False: accept and say nothing at all).
         read_pause_s: stop reading for this long after the first append (slow reader).
         faults_on_connection: apply the fault scripts on this connection number only (0-based).
+        faults_on_every_connection: ... on every connection instead (a server that keeps failing).
         step_ms: server-side delay per step (simulated model time).
     """
 
@@ -111,6 +112,7 @@ class Script:
     greet: bool = True
     read_pause_s: float = 0.0
     faults_on_connection: int = 0
+    faults_on_every_connection: bool = False
     step_ms: float = 0.0
 
 
@@ -224,7 +226,7 @@ class ScriptedServer:
         number = len(self.connections)
         conn = ConnectionLog(headers=dict(ws.request.headers))
         self.connections.append(conn)
-        faults = number == self.script.faults_on_connection
+        faults = self.script.faults_on_every_connection or number == self.script.faults_on_connection
         s = self.script
         if s.greet or not faults:
             await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}",

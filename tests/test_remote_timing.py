@@ -88,3 +88,32 @@ def test_a_10_mb_frame_reconnects_keeping_the_words_and_says_why():
 
     (lost,) = [e for e in events if isinstance(e, Notice) and e.code == "remote_reconnecting"]
     assert "over the 4 MiB limit" in lost.message, lost.message
+
+
+def test_a_server_that_keeps_closing_with_1011_is_reported_once_and_loses_no_word():
+    """Every session closes with 1011 after 10 steps of text: the client reconnects each time
+    (text keeps coming, so it does not give up) and used to print two warnings per reconnect,
+    131 pairs in a 32 s run. The first outage is told; later ones within a minute only mark
+    the transcript (a ``connection_gap`` each), and no word is lost or doubled."""
+    from captioner.events import Notice, TurnBoundary
+    from tests.remote_server import word_audio
+
+    # trailing silence: the flush after the end may be cut twice too, and then it is not
+    # reconnected again (MAX_RECONNECTS_AFTER_END; the notice says how much may be missing)
+    words = [0, 1, 2, 3, 0, 4, 5, 0, 6, 7] * 8 + [0] * 12
+    script = Script(words_from_audio=True, close_after_steps=(10, 1011), faults_on_every_connection=True)
+    with ScriptedServer(script) as srv:
+        session = StreamingSession(load_backend("remote", srv.url, language="en", **FAST), "f")
+        audio = word_audio(words)
+        events = []
+        for i in range(0, len(audio), STEP):
+            events += session.feed(audio[i : i + STEP])
+        events += session.end()
+        conns = len(srv.connections)
+    assert conns >= 6
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "".join(f" w{k}" for k in words if k)
+    codes = [e.code for e in events if isinstance(e, Notice)]
+    assert codes.count("remote_reconnecting") == 1 and codes.count("remote_reconnected") == 1, codes
+    assert set(codes) <= {"remote_connected", "remote_reconnecting", "remote_reconnected", "remote_lost_at_end"}
+    gaps = [e for e in events if isinstance(e, TurnBoundary) and e.kind == "connection_gap"]
+    assert len(gaps) >= conns - 2  # every seam is still marked (the last close may come after the end)

@@ -190,6 +190,8 @@ class RemoteStream(SessionLoop):
         self._outage_dropped = 0
         self._abandoned = False
         self._reported: set[str] = set()
+        self._told_at: float | None = None  # when an outage was last told to the user (monotonic)
+        self._untold = 0  # outages since then that only marked the transcript
         self._said_words: collections.deque[str] = collections.deque(maxlen=SEAM_WORDS)
         self._open_word: int | None = None  # stream sample where the last word said began
         self.url_index = 0  # which of the backend's URLs this stream holds
