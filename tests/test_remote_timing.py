@@ -117,3 +117,31 @@ def test_a_server_that_keeps_closing_with_1011_is_reported_once_and_loses_no_wor
     assert set(codes) <= {"remote_connected", "remote_reconnecting", "remote_reconnected", "remote_lost_at_end"}
     gaps = [e for e in events if isinstance(e, TurnBoundary) and e.kind == "connection_gap"]
     assert len(gaps) >= conns - 2  # every seam is still marked (the last close may come after the end)
+
+
+def test_stop_during_a_stall_says_it_was_the_stop_and_how_much_may_be_missing():
+    """Ctrl-C while the path is half-open: the end rule fires inside the Stop's flush and the
+    user read "did not confirm the end of the stream", as if the server had misbehaved at the
+    end of a file; it is the Stop, and the notice says how much audio may be missing."""
+    import threading
+
+    from captioner.events import Notice
+    from tests.remote_server import Relay, word_audio
+
+    with ScriptedServer(Script(words_from_audio=True)) as srv, Relay(srv.port) as relay:
+        backend = load_backend("remote", relay.url, language="en", **FAST)
+        session = StreamingSession(backend, "f")
+        audio = word_audio([0, 1, 2, 3] * 10)
+        events = []
+        for i in range(0, STEP * 20, STEP):
+            events += session.feed(audio[i : i + STEP])
+        assert srv.wait_for(lambda: srv.connections[0].steps >= 20)
+        relay.stall()
+        for i in range(STEP * 20, STEP * 24, STEP):  # audio waits for its tokens, nothing comes
+            events += session.feed(audio[i : i + STEP])
+        threading.Thread(target=backend.interrupt).start()
+        events += session.end()
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert "remote_no_done" not in [n.code for n in notices]
+    (stopped,) = [n for n in notices if n.code == "remote_stopped"]
+    assert "Stopped before" in stopped.message and "may be missing" in stopped.message

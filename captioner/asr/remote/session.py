@@ -173,8 +173,15 @@ class SessionLoop:
 
     def _ended_without_done(self, why: str) -> None:
         log.info("caption server %s: %s; ending the stream", self.url, why)
-        self._emit(Notice(f"Caption server {self.url} did not confirm the end of the stream ({why}); "
-                          "the text received so far is kept.", "warning", "remote_no_done"))
+        if self._stopping:  # the Stop cut the flush short (a stalled path, a slow server)
+            with self._lock:
+                untranscribed = max(0, self.fed_samples - self._buffer.transcribed) / P.SAMPLE_RATE
+            self._emit(Notice(f"Stopped before caption server {self.url} finished the stream ({why}): the last "
+                              f"{untranscribed:.1f} s of audio may be missing from the transcript.", "warning",
+                              "remote_stopped"))
+        else:
+            self._emit(Notice(f"Caption server {self.url} did not confirm the end of the stream ({why}); "
+                              "the text received so far is kept.", "warning", "remote_no_done"))
         self._done.set()
 
     def _lost_after_end(self, reason: str) -> None:
