@@ -8,8 +8,9 @@ of the generation's audio plus the 2.5 ms look-ahead, and a delayed-streams mode
 describes the audio one delay (``d = target_delay_ms / 80`` steps) before the audio it was
 fed last: delta ``j`` is the text of generation audio step ``j - d``, the first ``d`` deltas
 describe the left pad. So a cue time is the step clock minus the delay: delta ``n`` (1-based)
-ends at ``(n - d) * 80`` ms of generation audio. What a generation holds is not the stream, though: keep-alive silence, audio dropped
-during an outage and the restart point after a reconnect all sit between them. A
+ends at ``(n - d) * 80`` ms of generation audio. What a generation holds is not the stream,
+though: keep-alive silence, audio dropped during an outage and the restart point after a
+reconnect all sit between them. A
 :class:`TimeMap` records, for every span the client sent, where it came from in the stream.
 """
 
