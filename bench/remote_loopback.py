@@ -3,7 +3,8 @@
 Starts the scripted test server (``tests/remote_server.py``, answers at once, 0 ms model
 time) on 127.0.0.1 and streams audio through a real ``StreamingSession`` on the remote
 backend, paced in real time like a live source. Per step it reports the time from handing
-the audio that completes a step's need (the step plus the delay) to the backend until its
+the audio that completes a delta's need (its step plus the 2.5 ms look-ahead: the reference
+server sends delta j once it holds j steps, the text of step j - delay) to the backend until its
 ``transcription.delta`` is ready for the engine (network + JSON/base64 + both event loops;
 the real server adds its model time, ~22 ms p50 on a 4090), and the wall time of one
 ``session.feed`` (the engine's batching wait + sending + waiting for that delta). Prints one

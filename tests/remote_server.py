@@ -8,12 +8,15 @@ DESIGN section 2 "Remote"), on the same ``websockets`` library the client uses:
 * ``append``: base64 PCM16; bad base64, odd byte count or empty -> ``invalid_audio``;
 * ``commit final=false`` before a valid update -> ``model_not_validated``; else starts a
   generation; ``final=true`` -> (delay + 1 + 10) steps of padding, then ``transcription.done``;
-* the reference schedule (``buffer_realtime_audio``): token ``k`` is the model's output for
-  audio step ``k`` (1280 samples) and can only be produced once the server holds
-  ``(k + delay_steps + 1) * 1280 + 40`` samples (the delay's worth after it, plus the 2.5 ms
-  look-ahead); after ``final`` the right padding lets it finish: N steps of audio give
-  N + 11 tokens. Per token: ``metrics.delta``, ``semantic_vad.delta`` (when the script has
-  VAD), then exactly one ``transcription.delta`` (empty ones included);
+* the reference schedule (``Audio8RealtimeAudioTokenBuffer``: a 32-step left pad is
+  prefilled with the prompt, then one window per 80 ms step): delta ``j`` (0-based) is sent
+  as soon as the server holds ``j * 1280 + 40`` samples of the generation (its step plus the
+  2.5 ms look-ahead), and a delayed-streams model's token describes the audio one delay
+  (``d = target_delay_ms / 80`` steps) before: delta ``j`` says the text of audio step
+  ``j - d``, the first ``d`` deltas describe the left pad (empty). After ``final`` the
+  ``d + 1 + 10`` steps of right padding let it finish: N steps of audio give N + d + 11
+  deltas. Per delta: ``metrics.delta``, ``semantic_vad.delta`` (when the script has VAD),
+  then exactly one ``transcription.delta`` (empty ones included);
 * errors are flat ``{type:error, error, code}`` and never close the socket; unknown types ->
   ``unknown_event``; invalid JSON -> ``invalid_json``; a binary frame ends the connection
   without an error event.
@@ -70,8 +73,9 @@ class Script:
             middle of a word cannot recognise it, as a real model cannot.
         text_by_connection: connection number -> ``text`` for that connection instead.
         vad: step -> eot probabilities per horizon (None = no VAD heads: no VAD events).
-        close_after_steps: (steps, code) close the socket after that many steps of a connection.
-        drop_after_steps: abort the TCP connection after that many steps.
+        close_after_steps: (steps, code) close the socket once a connection sent the text of
+            that many audio steps (``d`` deltas more: the first ``d`` describe the left pad).
+        drop_after_steps: abort the TCP connection after that many steps (counted the same way).
         binary_after_steps: after that many steps end the connection the way the reference does
             after a binary frame (its ``receive_text`` fails): a normal close, no error event.
         binary_frame_at_step: send a binary frame to the client at that step (then go on).
@@ -82,8 +86,10 @@ class Script:
         processing_error_at_step: fail the first generation there (error, no done).
         processing_error_always: ... and every later generation too (a broken server).
         silent: send session.created and then never anything else.
+        greet: send ``session.created`` on accept (False: accept and say nothing at all).
         read_pause_s: stop reading for this long after the first append (slow reader).
         faults_on_connection: apply the fault scripts on this connection number only (0-based).
+        faults_on_every_connection: ... on every connection instead (a server that keeps failing).
         step_ms: server-side delay per step (simulated model time).
     """
 
@@ -103,8 +109,10 @@ class Script:
     processing_error_at_step: int | None = None
     processing_error_always: bool = False
     silent: bool = False
+    greet: bool = True
     read_pause_s: float = 0.0
     faults_on_connection: int = 0
+    faults_on_every_connection: bool = False
     step_ms: float = 0.0
 
 
@@ -218,9 +226,12 @@ class ScriptedServer:
         number = len(self.connections)
         conn = ConnectionLog(headers=dict(ws.request.headers))
         self.connections.append(conn)
-        faults = number == self.script.faults_on_connection
+        faults = self.script.faults_on_every_connection or number == self.script.faults_on_connection
         s = self.script
-        await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}", "created": int(time.time())}))
+        if s.greet or not faults:
+            await ws.send(json.dumps({"type": "session.created", "id": f"sess-{number}",
+                                      "created": int(time.time())}))
+        self._notify()
         state = {"validated": False, "language": "zh", "delay": None, "generation": None, "number": number}
         try:
             while True:
@@ -285,8 +296,7 @@ class ScriptedServer:
             gen = state["generation"]
             if gen is not None:
                 gen["audio"] = np.concatenate([gen["audio"], audio])
-                need = (self._delay_steps(state) + 1) * STEP + LOOKAHEAD
-                while state["generation"] is gen and gen["steps"] * STEP + need <= len(gen["audio"]):
+                while state["generation"] is gen and gen["steps"] * STEP + LOOKAHEAD <= len(gen["audio"]):
                     await self._step(ws, conn, state, faults)
         elif kind == "input_audio_buffer.commit":
             if not state["validated"]:
@@ -297,7 +307,8 @@ class ScriptedServer:
                 gen = state["generation"]
                 if gen is None:
                     return
-                total = -(-len(gen["audio"]) // STEP) + 11  # with the right padding
+                # the right padding: every window that fits in audio + (d + 1 + 10) steps
+                total = (len(gen["audio"]) + (self._delay_steps(state) + 11) * STEP - LOOKAHEAD) // STEP + 1
                 while state["generation"] is gen and gen["steps"] < total:
                     await self._step(ws, conn, state, faults)
                 if state["generation"] is gen and s.no_done:
@@ -318,13 +329,14 @@ class ScriptedServer:
         return int(state["delay"] or 480) // 80
 
     async def _step(self, ws, conn: ConnectionLog, state: dict, faults: bool) -> None:
-        """Produce token ``gen["steps"]`` from audio step ``k`` (zeros past the audio)."""
+        """Send delta ``j = gen["steps"]``: the text of audio step ``k = j - d`` (nothing while
+        ``k < 0``: the left pad; zeros past the audio). Faults keyed by step use ``k``."""
         s = self.script
         gen = state["generation"]
         if gen is None or gen["failed"]:
             return
-        k = gen["steps"]
-        chunk = gen["audio"][k * STEP : (k + 1) * STEP]
+        k = gen["steps"] - self._delay_steps(state)
+        chunk = gen["audio"][k * STEP : (k + 1) * STEP] if k >= 0 else gen["audio"][:0]
         if s.step_ms:
             await asyncio.sleep(s.step_ms / 1000)
         conn.steps += 1
@@ -346,7 +358,9 @@ class ScriptedServer:
                                       "predicted_classes": [0 if p > 0.5 else 1 for p in eot],
                                       "probabilities": probs, "eot_probabilities": eot,
                                       "selected_eot_horizon_seconds": 1.0, "selected_eot_probability": eot[1]}))
-        if s.words_from_audio and s.word_at_end:
+        if k < 0:
+            delta = ""
+        elif s.words_from_audio and s.word_at_end:
             delta = _word_at_end(gen["audio"], k)
         elif s.words_from_audio:
             word = int(round(float(np.median(chunk)) * 1000)) if len(chunk) else 0
@@ -355,17 +369,19 @@ class ScriptedServer:
             delta = s.text_by_connection.get(state["number"], s.text).get(k, "")
         gen["text"] += delta
         gen["steps"] += 1
-        conn.transcribed[-1].append(k)
+        if k >= 0:
+            conn.transcribed[-1].append(k)
         await ws.send(json.dumps({"type": "transcription.delta", "delta": delta}))
         if faults and k in s.bad_frame_at_step:
             await ws.send(s.bad_frame_at_step[k])
-        if faults and s.binary_frame_at_step == conn.steps:
+        said = conn.steps - self._delay_steps(state)  # deltas about real audio (not the left pad)
+        if faults and s.binary_frame_at_step == said:
             await ws.send(b"\x00\x01")
-        if faults and s.binary_after_steps == conn.steps:
+        if faults and s.binary_after_steps == said:
             raise _Close(1000)
-        if faults and s.close_after_steps and s.close_after_steps[0] == conn.steps:
+        if faults and s.close_after_steps and s.close_after_steps[0] == said:
             raise _Close(s.close_after_steps[1])
-        if faults and s.drop_after_steps == conn.steps:
+        if faults and s.drop_after_steps == said:
             raise _Drop()
 
 

@@ -77,7 +77,7 @@ def test_normal_session_text_turns_and_times():
     turns = [e for e in events if isinstance(e, TurnBoundary)]
     assert [(t.kind, round(t.time, 2)) for t in turns] == [("semantic_vad", 1.04), ("end_of_stream", 2.0)]
     vads = [e for e in events if isinstance(e, VadProbabilities)]
-    assert len(vads) == 25 + 11  # one per token: N steps of audio give N + 11 tokens (reference schedule)
+    assert len(vads) == 25 + 11  # N steps give N + d + 11 deltas; the d about the left pad carry no VAD
     assert vads[0].horizons == (0.5, 1.0, 2.0, 3.0)
     assert max(v.time for v in vads) == pytest.approx(2.0)  # padding steps never run past the audio
     # the VAD of a step comes right before its text (same step time), the turn right after it

@@ -257,3 +257,36 @@ def test_cue_start_times_follow_the_script_across_a_reconnect(tmp_path):
     cues = list(srt.parse((tmp_path / "out.srt").read_text(encoding="utf-8")))
     assert [(c.content, round(c.start.total_seconds(), 3)) for c in cues] == [
         ("The meeting starts.", 0.16), ("Thank you.", 1.60)]
+
+
+@pytest.mark.parametrize("command", ["transcribe", "listen"])
+def test_ctrl_c_while_the_server_has_not_greeted_yet_stops_at_once_and_writes_the_output(tmp_path, command):
+    """A server that accepts the connection and never sends ``session.created``: Ctrl-C during
+    that wait (the first step is blocked in the connect) used to wait out the 5 s greeting
+    limit, then report "the remote model failed" and write no ``-o`` file."""
+    import signal
+    import time
+
+    sf.write(tmp_path / "w.wav", word_audio([0, 1, 2, 3] * 50), 16000)
+    out = tmp_path / "out.srt"
+    with ScriptedServer(Script(greet=False)) as srv:
+        if command == "transcribe":
+            argv = ["transcribe", "w.wav", "--realtime", "--backend", "remote", "--model", srv.url, "-o", str(out)]
+        else:
+            argv = ["listen", "--file", "w.wav", "--backend", "remote", "--model", srv.url, "-o", str(out),
+                    "--journal-dir", str(tmp_path / "j")]
+        proc = _interruptible(argv, tmp_path)
+        try:
+            assert srv.wait_for(lambda: bool(srv.connections), timeout=60)
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        sessions = len(srv.connections)
+    assert sessions == 1, err
+    assert out.exists(), err
+    assert "model failed" not in err and "session.created" not in err, err
+    assert took < 3.0, f"{command} took {took:.1f} s to stop while the server had not greeted"

@@ -109,9 +109,24 @@ class _StopRequest:
     inside a step that holds a lock, so it neither raises there nor takes a lock); a second
     one raises ``KeyboardInterrupt`` (skip the flush, still write the output)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_stop=None) -> None:
         self.asked = False
         self._previous: dict = {}
+        self._on_stop = on_stop
+        self._over = False
+
+    def _watch(self) -> None:
+        """Call ``on_stop`` (``backend.interrupt``) from a helper thread once a stop is asked: a
+        step can be blocked inside the backend (a remote connect waiting for the server's
+        greeting) and never reach the check between steps. Polls the flag (the handler may
+        take no lock) every 50 ms."""
+        import time
+
+        while not self._over:
+            if self.asked:
+                self._on_stop()
+                return
+            time.sleep(0.05)
 
     def __enter__(self) -> "_StopRequest":
         import signal
@@ -124,10 +139,16 @@ class _StopRequest:
                 self._previous[sig] = signal.signal(sig, self._handle)
             except (ValueError, OSError):  # not the main thread (embedded use): leave signals alone
                 pass
+        if self._on_stop is not None:
+            import threading
+
+            threading.Thread(target=self._watch, name="captioner-transcribe-stop", daemon=True).start()
         return self
 
     def __exit__(self, *exc) -> None:
         import signal
+
+        self._over = True
 
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
@@ -219,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     stats = session.stats()
     errors: list[Notice] = []  # error notices from the backend (e.g. a remote server lost at the end)
-    stop = _StopRequest()
+    stop = _StopRequest(getattr(backend, "interrupt", None))
     try:
         with stop:
             for i in range(0, len(audio), block):
@@ -244,10 +265,11 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop.asked = True  # a second Ctrl-C: the flush was skipped
     except Exception as exc:  # a model failure: keep what was decoded
-        _notice(live.close())
-        _error(f"the {backend.name} model failed: {exc}. The text so far is in the journal "
-               f"{live.transcript.metadata.get('journal', '')}")
-        return 1
+        if not stop.asked:  # after a stop the failure is the stop itself (a remote connect cut short)
+            _notice(live.close())
+            _error(f"the {backend.name} model failed: {exc}. The text so far is in the journal "
+                   f"{live.transcript.metadata.get('journal', '')}")
+            return 1
     finally:
         progress.done()
     if stop.asked:  # Ctrl-C / SIGTERM / SIGHUP: the text so far is still written

@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 #: give it a logger that never goes below INFO, whatever the application's logging level.
 WIRE_LOG = logging.getLogger("captioner.asr.remote.stream.wire")
 WIRE_LOG.setLevel(logging.INFO)
+#: Largest server message accepted (bytes): a delta is a few bytes, ``transcription.done`` the
+#: text of one generation (a 30 s window); anything bigger is garbage and ends the connection.
+MAX_MESSAGE_BYTES = 2**22
 
 
 class Transient(Exception):
@@ -100,6 +103,9 @@ def close_reason(exc: BaseException) -> str:
     if rcvd is not None:
         reason = f": {rcvd.reason}" if rcvd.reason else ""
         return f"the server closed the connection (code {rcvd.code}{reason})"
+    sent = getattr(exc, "sent", None)
+    if sent is not None and sent.code == 1009:  # the client refused an oversized frame itself
+        return f"the server sent a message over the {MAX_MESSAGE_BYTES // 2**20} MiB limit"
     if type(exc).__name__.startswith("ConnectionClosed"):
         return "the connection dropped"
     return f"{type(exc).__name__}: {exc}"
@@ -121,7 +127,7 @@ async def open_session(config: "StreamConfig", on_socket: Callable[[Any], None])
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
     c = config
-    kwargs: dict[str, Any] = dict(open_timeout=c.connect_timeout_s, ping_interval=None, max_size=2**22,
+    kwargs: dict[str, Any] = dict(open_timeout=c.connect_timeout_s, ping_interval=None, max_size=MAX_MESSAGE_BYTES,
                                   write_limit=2**16, proxy=None, compression=None,
                                   close_timeout=1.0, logger=WIRE_LOG)
     if c.token:
@@ -170,14 +176,14 @@ async def open_session(config: "StreamConfig", on_socket: Callable[[Any], None])
             ev = P.parse_event(first)
         except (TimeoutError, asyncio.TimeoutError):
             raise Fatal(f"Caption server {url} accepted the connection but sent no session.created within "
-                        f"{c.greet_timeout_s:g} s: is it an Audio8 realtime server?") from None
+                        f"{c.greet_timeout_s:g} s (is it an Audio8 realtime server?)") from None
         except P.ProtocolError as exc:
             raise Fatal(f"Caption server {url}: {exc}") from None
         if ev["type"] == "error":
             raise Fatal(P.error_message(ev, url))
         if ev["type"] != "session.created":
-            raise Fatal(f"Caption server {url} began with {ev['type']!r} instead of session.created: is it an "
-                        "Audio8 realtime server?")
+            raise Fatal(f"Caption server {url} began with {ev['type']!r} instead of session.created (is it an "
+                        "Audio8 realtime server?)")
         await ws.send(P.session_update(c.model_name, c.language, c.delay_ms, c.hotwords, c.hotword_boost))
         await ws.send(P.commit(False))
     except Fatal:

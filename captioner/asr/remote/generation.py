@@ -83,8 +83,13 @@ class Generation:
 
     def unanswered(self) -> bool:
         """Audio (or the final commit) is waiting for an answer: a whole step more than the
-        next delta needs (delay + look-ahead) was sent."""
+        next delta needs (its step + look-ahead) was sent."""
         return self.final_sent or self.map.gen_end >= self.deltas * P.STEP_SAMPLES + self.s._lag + P.STEP_SAMPLES
+
+    def audio_end(self, n: int) -> int:
+        """Generation sample where the audio described by the first ``n`` deltas ends: the
+        step clock minus the delay (0 while the deltas still describe the server's left pad)."""
+        return max(0, n - self.s._delay_steps) * P.STEP_SAMPLES
 
     def time_at(self, g: int) -> float:
         """Stream time (s) of generation sample ``g``."""
@@ -107,7 +112,7 @@ class Generation:
         s = self.s
         if self._repeated("bad frame"):
             raise Transient(f"{problem} ({REPEAT_LIMIT} bad frames within {REPEAT_WINDOW_S:g} s)")
-        log.warning("caption server %s: %s; skipped", s.url, problem)
+        log.info("caption server %s: %s; skipped", s.url, problem)
         s._report_once("bad_frame", Notice(f"Caption server {s.url}: {problem}; the frame was skipped and the "
                                            "stream goes on.", "warning", "remote_bad_frame"))
 
@@ -151,16 +156,17 @@ class Generation:
             raise Fatal(message)
         if self._repeated(f"code {code}"):
             raise Fatal(f"{message} ({REPEAT_LIMIT} times within {REPEAT_WINDOW_S:g} s)")
-        log.warning("caption server %s reported error %r; skipped", s.url, code)
+        log.info("caption server %s reported error %r; skipped", s.url, code)
         s._report_once(f"error {code}", Notice(f"{message}; skipped, the stream goes on.", "warning",
                                                "remote_server_error"))
 
     def _delta(self, delta: str) -> None:
         s = self.s
-        s._fruitless = 0
         self.deltas += 1
+        if self.deltas > s._delay_steps:  # a delta about real audio, not the left pad
+            s._fruitless = 0
         self.answered_once = True
-        g_end = self.deltas * P.STEP_SAMPLES
+        g_end = self.audio_end(self.deltas)
         t_end = self.time_at(g_end)
         stream_end = self.map.stream_at(g_end)
         old = self.seam is not None and stream_end <= self.seam  # the old session said this already
@@ -168,7 +174,7 @@ class Generation:
         fired = None
         vad = self.pending_vad
         self.pending_vad = None
-        if vad is not None and not old:
+        if vad is not None and not old and self.deltas > s._delay_steps:  # not about the left pad
             fired = self._vad(vad, t_end, events)
         if not self.held:
             self.held_from = self.deltas - 1
@@ -183,17 +189,17 @@ class Generation:
             self._seam_check = False
             text = s._drop_repeated_words(_clean(text))
         if text:
-            start = self.time_at(self.held_from * P.STEP_SAMPLES)
+            start = self.time_at(self.audio_end(self.held_from))
             events.append(TextDelta(_clean(text), start, t_end, True))
-            s._said(_clean(text), self.map.stream_at(self.held_from * P.STEP_SAMPLES))
+            s._said(_clean(text), self.map.stream_at(self.audio_end(self.held_from)))
         if fired is not None:
             events.append(TurnBoundary(t_end, "semantic_vad", fired))
         now = time.perf_counter()
         with s._cond:
-            needed = g_end - P.STEP_SAMPLES + s._lag  # the audio this delta needed
+            needed = (self.deltas - 1) * P.STEP_SAMPLES + s._lag  # the audio this delta needed
             s._next_need = needed + P.STEP_SAMPLES
             s._buffer.confirm(stream_end)  # never moves back (audio resent before a seam)
-            while self.inflight and self.inflight[0].gen_start + self.inflight[0].samples <= g_end:
+            while self.inflight and self.inflight[0].gen_start + self.inflight[0].samples < needed:
                 self.inflight.popleft()
             for p in self.inflight:  # client latency: from pushing the piece that completed this step's need
                 if p.gen_start + p.samples >= needed:
@@ -222,8 +228,8 @@ class Generation:
     def flush(self) -> None:
         """Deliver text held back for the second half of a character (the generation ends)."""
         if self.held:
-            t = self.time_at(self.deltas * P.STEP_SAMPLES)
-            self.s._emit(TextDelta(_clean(self.held), self.time_at(self.held_from * P.STEP_SAMPLES), t, True))
+            t = self.time_at(self.audio_end(self.deltas))
+            self.s._emit(TextDelta(_clean(self.held), self.time_at(self.audio_end(self.held_from)), t, True))
             self.held = ""
 
 

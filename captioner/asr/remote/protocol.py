@@ -28,8 +28,9 @@ STEP_SAMPLES = SAMPLE_RATE * STEP_MS // 1000  # 1280
 #: Model name the reference compose serves (``--served-model-name``).
 DEFAULT_MODEL_NAME = "audio8-asr-infinite"
 DEFAULT_PATH = "/v1/realtime"
-#: Deltas after the last audio step: the server pads delay + 1 + 10 steps of silence after
-#: ``final``, and N steps of audio give N + 11 deltas in all.
+#: Steps of text after the last audio step: the server pads delay + 1 + 10 steps of silence
+#: after ``final`` (N steps of audio give N + delay + 11 deltas, the first delay ones about
+#: its left pad).
 SERVER_FLUSH_STEPS = 11
 #: Audio the server needs beyond a step before it can decode it (2.5 ms look-ahead).
 LOOKAHEAD_SAMPLES = 40

@@ -1,9 +1,10 @@
 """The resend buffer: audio queued for the server and audio it has not transcribed yet (no I/O).
 
 A reconnect opens a new server session with fresh model state (DESIGN section 2: "no
-resume"). The server holds back the delay plus one step of look-ahead before it can produce
-a step's token, and a word whose audio began before the cut cannot be recognised from its
-tail alone. So after a reconnect :meth:`ResendBuffer.rewind` puts back, in front of the
+resume"). The server's text of a step comes one delay after that step's audio (so the last
+delay of audio sent is untranscribed at a cut), a fresh session starts without context, and a
+word whose audio began before the cut cannot be recognised from its tail alone. So after a
+reconnect :meth:`ResendBuffer.rewind` puts back, in front of the
 queue, the real audio from ``overlap`` samples before the first untranscribed sample (and
 never later than the start of the word still open there); the generation then drops what it
 says about audio that was already transcribed (``captioner.asr.remote.generation``).
@@ -99,8 +100,8 @@ class ResendBuffer:
         """Put sent audio back in front of the queue for a new session.
 
         Args:
-            overlap: samples before the first untranscribed sample to send again (at least
-                the server's delay plus look-ahead).
+            overlap: samples before the first untranscribed sample to send again (context
+                for the new session: the delay plus look-ahead, in whole steps).
             open_word_pos: stream sample where the last word said before the cut began, or
                 None; the resend starts no later than it.
 

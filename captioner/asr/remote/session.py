@@ -32,6 +32,10 @@ log = logging.getLogger("captioner.asr.remote.stream")
 MAX_FRUITLESS_SESSIONS = 3
 #: New sessions allowed after the input ended (``finish``) to flush the rest after a lost connection.
 MAX_RECONNECTS_AFTER_END = 1
+#: After an outage was told to the user, further ones within this long only mark the transcript
+#: (a server that keeps closing would print two warnings every second); the next one told
+#: says how many there were meanwhile (s).
+RETELL_AFTER_S = 60.0
 
 
 class SessionLoop:
@@ -56,6 +60,7 @@ class SessionLoop:
         self._wake = asyncio.Event()
         first = True
         outage_since: float | None = None
+        tell = True  # the outage under way was told to the user
         reason = ""
         attempt = 0
         late_reconnects = 0
@@ -86,7 +91,7 @@ class SessionLoop:
                 if first:
                     self._greeted()
                 elif outage_since is not None:
-                    self._reconnected(seam or 0, time.monotonic() - outage_since, reason)
+                    self._reconnected(seam or 0, time.monotonic() - outage_since, reason, tell)
                 outage_since = None
                 clean = False  # True only after transcription.done: then the close handshake is polite
                 try:
@@ -120,9 +125,17 @@ class SessionLoop:
                     late_reconnects += finishing
                     outage_since = time.monotonic()
                     self.reconnects += 1
-                    log.warning("caption server %s: %s; reconnecting", self.url, reason)
-                    self._emit(Notice(f"Lost the caption server {self.url} ({reason}); reconnecting. "
-                                      "Audio is kept meanwhile.", "warning", "remote_reconnecting"))
+                    log.info("caption server %s: %s; reconnecting", self.url, reason)
+                    now = time.monotonic()
+                    tell = self._told_at is None or now - self._told_at >= RETELL_AFTER_S
+                    if tell:
+                        more = (f" ({self._untold} more reconnects since the last notice; each is marked in the "
+                                "transcript)" if self._untold else "")
+                        self._told_at, self._untold = now, 0
+                        self._emit(Notice(f"Lost the caption server {self.url} ({reason}); reconnecting. "
+                                          f"Audio is kept meanwhile.{more}", "warning", "remote_reconnecting"))
+                    else:
+                        self._untold += 1
                 finally:
                     with self._cond:
                         self._connected = False
@@ -159,22 +172,30 @@ class SessionLoop:
         self._ready.set()
 
     def _ended_without_done(self, why: str) -> None:
-        log.warning("caption server %s: %s; ending the stream", self.url, why)
-        self._emit(Notice(f"Caption server {self.url} did not confirm the end of the stream ({why}); "
-                          "the text received so far is kept.", "warning", "remote_no_done"))
+        log.info("caption server %s: %s; ending the stream", self.url, why)
+        if self._stopping:  # the Stop cut the flush short (a stalled path, a slow server)
+            with self._lock:
+                untranscribed = max(0, self.fed_samples - self._buffer.transcribed) / P.SAMPLE_RATE
+            self._emit(Notice(f"Stopped before caption server {self.url} finished the stream ({why}): the last "
+                              f"{untranscribed:.1f} s of audio may be missing from the transcript.", "warning",
+                              "remote_stopped"))
+        else:
+            self._emit(Notice(f"Caption server {self.url} did not confirm the end of the stream ({why}); "
+                              "the text received so far is kept.", "warning", "remote_no_done"))
         self._done.set()
 
     def _lost_after_end(self, reason: str) -> None:
         with self._lock:
             untranscribed = max(0, self.fed_samples - self._buffer.transcribed) / P.SAMPLE_RATE
-        log.warning("caption server %s: %s after the input ended; not reconnecting", self.url, reason)
+        log.info("caption server %s: %s after the input ended; not reconnecting", self.url, reason)
         why = "Stop was asked" if self._stopping else "the input had ended"
         self._emit(Notice(f"Lost the caption server {self.url} ({reason}) after {why}; no new session was "
                           f"opened. The last {untranscribed:.1f} s of audio may be missing.", "warning",
                           "remote_lost_at_end"))
         self._done.set()
 
-    def _reconnected(self, gap_at: int, outage_s: float, reason: str) -> None:
+    def _reconnected(self, gap_at: int, outage_s: float, reason: str, tell: bool = True) -> None:
+        """Mark the seam; say so when the loss was told (or audio was dropped meanwhile)."""
         t = gap_at / P.SAMPLE_RATE
         with self._lock:  # push() counts drops under the lock
             dropped = self._outage_dropped / P.SAMPLE_RATE
@@ -182,6 +203,9 @@ class SessionLoop:
             self._dropping_reported = False
         lost = (f" {dropped:.1f} s of audio captured during the outage did not fit the buffer and were dropped."
                 if dropped else " Audio captured during the outage was sent after reconnecting.")
+        if not (tell or dropped):
+            self._emit(TurnBoundary(t, "connection_gap", 1.0))
+            return
         self._emit(
             TurnBoundary(t, "connection_gap", 1.0),
             Notice(f"Reconnected to caption server {self.url} after {outage_s:.1f} s ({reason}). The audio "
@@ -251,7 +275,7 @@ class SessionLoop:
                     gen.final_at = gen.sent_at = time.monotonic()
                     return
                 if idle >= c.abandon_after_s:  # nobody feeds this stream any more: free the server
-                    log.warning("caption server %s: no audio for %.0f s; ending the stream", self.url, idle)
+                    log.info("caption server %s: no audio for %.0f s; ending the stream", self.url, idle)
                     with self._cond:
                         self._finishing = True
                         self._abandoned = True

@@ -190,10 +190,12 @@ class RemoteStream(SessionLoop):
         self._outage_dropped = 0
         self._abandoned = False
         self._reported: set[str] = set()
+        self._told_at: float | None = None  # when an outage was last told to the user (monotonic)
+        self._untold = 0  # outages since then that only marked the transcript
         self._said_words: collections.deque[str] = collections.deque(maxlen=SEAM_WORDS)
         self._open_word: int | None = None  # stream sample where the last word said began
         self.url_index = 0  # which of the backend's URLs this stream holds
-        self._fruitless = 0  # sessions in a row that ended in a fault before any delta
+        self._fruitless = 0  # sessions in a row that ended in a fault before a delta about real audio
         self._vad = TurnHysteresis(config.vad_threshold, config.vad_hysteresis)
         self._vad_index: int | None = None
         self._loop = _Loop.get()
@@ -201,11 +203,16 @@ class RemoteStream(SessionLoop):
         self._task: Any = None
         self._ws: Any = None
         self._last_push = time.monotonic()
-        self._lag = (config.delay_ms // P.STEP_MS + 1) * P.STEP_SAMPLES + P.LOOKAHEAD_SAMPLES
+        #: generation samples the first delta needs: its step comes from the server's left pad,
+        #: so only the look-ahead (delta n needs n steps plus the look-ahead)
+        self._lag = P.LOOKAHEAD_SAMPLES
+        #: deltas a token trails the audio it describes (delta j says audio step j - delay_steps)
+        self._delay_steps = config.delay_ms // P.STEP_MS
         #: audio sent again after a reconnect: the delay plus look-ahead, in whole steps
-        self._overlap = -(-(self._lag - P.STEP_SAMPLES) // P.STEP_SAMPLES) * P.STEP_SAMPLES
+        self._overlap = -(-(self._delay_steps * P.STEP_SAMPLES + P.LOOKAHEAD_SAMPLES)
+                          // P.STEP_SAMPLES) * P.STEP_SAMPLES
         self._sent_gen = 0  # generation samples sent so far (current generation)
-        self._next_need = self._lag  # generation samples the next delta needs (deltas + delay + look-ahead)
+        self._next_need = self._lag  # generation samples the next delta needs (its step + look-ahead)
 
     # -- caller thread ------------------------------------------------------------------------
     def open(self) -> None:

@@ -1,14 +1,16 @@
 """Generation sample position -> stream sample position, for one server generation (no I/O).
 
-The server's only clock is the count of ``transcription.delta`` events: delta ``n`` (1-based)
-of a generation is the token for generation audio step ``n - 1``. The reference schedule
-(``buffer_realtime_audio``: prefill of ``left_pad + delay + 1`` positions, the first token
-from the last prefill position) produces that token once it holds the delay's worth of audio
-after the step plus the 2.5 ms look-ahead, and a delayed-streams model's token describes the
-audio one delay before the audio it was fed last. So the delta count already *is* the step
-clock minus the delay and look-ahead: token ``k`` ends at ``(k + 1) * 80`` ms of generation
-audio. What a generation holds is not the stream, though: keep-alive silence, audio dropped
-during an outage and the restart point after a reconnect all sit between them. A
+The server's only clock is the count of ``transcription.delta`` events. The reference schedule
+(``Audio8RealtimeAudioTokenBuffer`` in ``audio8_streaming_asr_realtime.py``: the prompt and a
+32-step left pad of silence are prefilled, the first token comes from the last pad position,
+then one window per 80 ms step) sends delta ``j`` (0-based) as soon as it holds ``j`` steps
+of the generation's audio plus the 2.5 ms look-ahead, and a delayed-streams model's token
+describes the audio one delay (``d = target_delay_ms / 80`` steps) before the audio it was
+fed last: delta ``j`` is the text of generation audio step ``j - d``, the first ``d`` deltas
+describe the left pad. So a cue time is the step clock minus the delay: delta ``n`` (1-based)
+ends at ``(n - d) * 80`` ms of generation audio. What a generation holds is not the stream,
+though: keep-alive silence, audio dropped during an outage and the restart point after a
+reconnect all sit between them. A
 :class:`TimeMap` records, for every span the client sent, where it came from in the stream.
 """
 
