@@ -4,7 +4,9 @@ Prints text as it is decoded, labelled by source, writes the transcript at the e
 (txt, srt, vtt or json, through ``captioner.transcript.writers``) and, while running,
 appends every final text and turn to the autosave journal (``captioner.transcript``;
 fsynced at once) so a crash loses nothing. ``--duration`` stops
-after that many seconds; Ctrl-C stops cleanly and flushes the last words.
+after that many seconds; Ctrl-C (or SIGTERM/SIGHUP), at any moment once the sources
+are being opened, stops cleanly and flushes the last words; a second one skips the
+audio still queued.
 
 Examples::
 
@@ -158,34 +160,57 @@ def _build_sources(args: argparse.Namespace, rate: int) -> list:
     return sources
 
 
-def _interrupt_on_termination() -> dict:
-    """SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal, systemd) stop like Ctrl-C:
-    the last words are flushed and the transcript written. Returns the previous handlers."""
-    import signal
+class _StopRequests:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal, systemd) as stop requests.
 
-    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise KeyboardInterrupt
+    From :meth:`install` on, a signal never raises at an arbitrary point (e.g. inside
+    ``LiveCaptioner.start`` with half the sources open): it sets :attr:`requested`,
+    which the wait loop polls, so the last words are flushed and the transcript written
+    whenever it arrives. Only a *second* signal while :attr:`impatient` (draining the
+    queued audio) raises ``KeyboardInterrupt``, to skip the rest of the queue. A signal
+    the process inherited as ignored (``nohup``, a background job's SIGINT) stays ignored.
+    Off the main thread (tests calling ``run`` from a worker) nothing is installed.
+    """
 
-    previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            previous[sig] = signal.signal(sig, interrupt)
-        except ValueError:  # not the main thread (tests calling run() from a worker)
-            pass
-    return previous
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
 
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.impatient = False
+        self._previous: dict = {}
 
-def _restore_signals(previous: dict) -> None:
-    import signal
+    def install(self) -> "_StopRequests":
+        """Take over the signals (main thread only); returns self."""
+        import signal
 
-    for sig, handler in previous.items():
-        try:
-            signal.signal(sig, handler)
-        except ValueError:
-            pass
+        for name in self.NAMES:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        again = self.requested.is_set()
+        self.requested.set()
+        if again and self.impatient:
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        import signal
+
+        for sig, handler in self._previous.items():
+            try:
+                signal.signal(sig, handler)
+            except ValueError:
+                pass
+        self._previous.clear()
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -228,40 +253,43 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
               f"serves one stream), but only {len(servers)} URL is configured: give one URL per source, "
               "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
         return 2
-    transcript, notice = LiveTranscript.start(
-        args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
-    )
-    mask = text_mask(args)
-    collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
-    collector._notice(notice)
-    if transcript.journal is not None:
-        print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+    stops = _StopRequests().install()  # before anything starts: a signal at any later moment stops cleanly
     try:
-        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
-        live.start()
-    except (SourceError, ValueError) as exc:
-        collector.finish()
-        print(f"captioner: error: {exc}", file=err)
-        return 1
-    labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
-    print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
-    deadline = time.monotonic() + args.duration if args.duration else None
-    previous = _interrupt_on_termination()
-    try:
-        while live.is_running:
+        transcript, notice = LiveTranscript.start(
+            args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
+        )
+        mask = text_mask(args)
+        collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
+        collector._notice(notice)
+        if transcript.journal is not None:
+            print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+        try:
+            live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
+            live.start()
+        except (SourceError, ValueError) as exc:
+            collector.finish()
+            print(f"captioner: error: {exc}", file=err)
+            return 1
+        labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
+        print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
+        deadline = time.monotonic() + args.duration if args.duration else None
+        while live.is_running and not stops.requested.is_set():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 break
-            live.wait(0.2 if left is None else min(0.2, left))
-    except KeyboardInterrupt:
-        print("stopping: flushing the last words...", file=err, flush=True)
-    finally:
+            live.wait(0.1 if left is None else min(0.1, left))
+        if stops.requested.is_set():
+            print("stopping: flushing the last words...", file=err, flush=True)
+        stops.impatient = True
         try:
             live.stop(drain=True)
         except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
+            stops.impatient = False
             live.stop(drain=False)
+        stops.impatient = False
         collector.finish()
-        _restore_signals(previous)
+    finally:
+        stops.restore()
     stats = live.source_stats()
     for label, st in stats.items():
         if st.overflows or st.dropped_blocks:
