@@ -48,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return desktop.run_install() if args.install_desktop else desktop.run_uninstall()
     if not args.command:
+        from captioner.audio.libnoise import route_library_noise_to_log
         from captioner.ui.app import run_gui
+
+        route_library_noise_to_log()  # PortAudio/ALSA lines (device switches, server restarts) to the log
 
         return run_gui()
     return int(importlib.import_module(COMMANDS[args.command]).run(args))
