@@ -137,7 +137,13 @@ sys.path.insert(0, {root!r})
 from tests.audio_fakes import FakeBackend
 from captioner.commands import listen
 import argparse
-listen._load_backend = lambda args: FakeBackend(batch_size=1)
+class Hanging(FakeBackend):  # a model that stops answering after its second word (a stuck GPU, a deadlock)
+    def step(self, rows):
+        if any(r.state is not None and r.state["k"] >= 2 for r in rows):
+            import threading
+            threading.Event().wait()
+        return super().step(rows)
+listen._load_backend = lambda args: {backend}(batch_size=1)
 if {during_start!r}:  # the signal arrives while LiveCaptioner.start() opens the sources
     import os
     from captioner.audio.filesource import FileSource
@@ -165,7 +171,7 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
     sf.write(wav, tone(60.0, 16000), 16000)  # played live: Ctrl-C comes long before its end
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="")
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="FakeBackend")
     errors = tmp_path / "stderr.txt"
     with open(errors, "w", encoding="utf-8") as err_file:
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)
@@ -198,7 +204,7 @@ def test_signal_during_start_stops_cleanly_and_writes(tmp_path, signame):
     sf.write(wav, tone(60.0, 16000), 16000)
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start=signame)
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start=signame, backend="FakeBackend")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "flushing the last words" in proc.stderr
@@ -222,3 +228,38 @@ def test_stop_requests_keep_an_inherited_ignore():
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) != stops._handle
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
+    """Ctrl-C while the model is stuck in a call: the process exits at the stop deadline with what
+    was decoded written (without the bound it waited for the model forever)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    wav = tmp_path / "long.wav"
+    sf.write(wav, tone(60.0, 16000), 16000)
+    out = tmp_path / "t.txt"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="Hanging")
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w", encoding="utf-8") as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)
+        printed = proc.stdout.readline() + proc.stdout.readline()  # w1, w2: then the model hangs
+        assert printed.split()[1::2] == ["w1", "w2"], printed
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)  # a few lines at most: the pipe cannot fill
+        finally:
+            took = time.monotonic() - t0
+            proc.kill()
+        printed += proc.stdout.read()
+    err = errors.read_text(encoding="utf-8")
+    assert proc.returncode == 0, err
+    assert took < listen.DRAIN_S + listen.FLUSH_S + 1.0, (took, err)  # 2 s, plus the interpreter's exit
+    assert "the model did not finish in time" in err and "transcript written to" in err
+    (line,) = out.read_text(encoding="utf-8").splitlines()
+    assert line.split()[1:] == ["w1", "w2"] == printed.split()[1::2]  # what was printed is what is written

@@ -88,10 +88,13 @@ class _Collector:
     mask: Any = None  # text mask for what is printed (--mask-profanity), or None
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
+    finished: bool = False
     _partial_shown: bool = False
 
     def __call__(self, ev: Event) -> None:
         with self.lock:
+            if self.finished:  # a model call left running after a bounded stop: its text comes too late
+                return
             self._notice(self.live.add(ev))
             if isinstance(ev, TextDelta):
                 self._delta(ev)
@@ -133,6 +136,9 @@ class _Collector:
     def finish(self) -> None:
         """Close open segments and the journal; clear a partial line on the terminal."""
         with self.lock:
+            if self.finished:
+                return
+            self.finished = True
             self._notice(self.live.close())
             self._clear_partial()
 
@@ -213,6 +219,31 @@ class _StopRequests:
         self._previous.clear()
 
 
+#: Ctrl-C returns within 2 s whatever the model does (DESIGN): this long to decode the audio
+#: still queued...
+DRAIN_S = 1.2
+#: ...then this long for the sessions' last words with the rest of the queue skipped; after that
+#: the transcript is written with what was decoded (a model call still running is left behind).
+FLUSH_S = 0.5
+
+
+def _stop(live: Any, stops: _StopRequests, err: TextIO) -> None:
+    """Stop ``live`` within ``DRAIN_S + FLUSH_S`` seconds, draining what the time allows."""
+    stops.impatient = True
+    try:
+        done = live.stop(drain=True, timeout=DRAIN_S)
+    except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
+        done = False
+    stops.impatient = False
+    if done:
+        return
+    print(f"stopping: the model is behind; {live.backlog_s():.1f} s of audio not decoded yet are skipped",
+          file=err, flush=True)
+    if not live.stop(drain=False, timeout=FLUSH_S):
+        print("captioner: warning: the model did not finish in time; the text decoded so far is written",
+              file=err, flush=True)
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Caption until ``--duration`` passes, every file ends, or Ctrl-C; then write the transcript.
 
@@ -280,13 +311,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             live.wait(0.1 if left is None else min(0.1, left))
         if stops.requested.is_set():
             print("stopping: flushing the last words...", file=err, flush=True)
-        stops.impatient = True
-        try:
-            live.stop(drain=True)
-        except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
-            stops.impatient = False
-            live.stop(drain=False)
-        stops.impatient = False
+        _stop(live, stops, err)
         collector.finish()
     finally:
         stops.restore()
