@@ -34,3 +34,16 @@ def test_gui_entry_point_routes_library_noise_to_the_log(tmp_path):
     assert "ALSA lib" not in proc.stderr and "pa_linux_alsa" not in proc.stderr
     logged = log.read_text(encoding="utf-8")
     assert "audio library: ALSA lib pulse.c:242" in logged and "pa_linux_alsa.c" in logged
+
+
+def test_an_abandoned_audio_call_is_not_printed_on_the_terminal():
+    """A frozen sound server: the source tells the user; the abandoned call is a log detail, not a
+    terminal line (Python's last-resort handler printed the warning in ``listen``)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = (f"import sys, threading; sys.path.insert(0, {root!r})\n"
+              "from captioner.audio.abandon import CallTimeout, call_with_timeout\n"
+              "release = threading.Event()\n"
+              "try:\n    call_with_timeout(release.wait, 0.05, 'abort')\nexcept CallTimeout:\n    print('timed out')\n"
+              "release.set()\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "timed out\n" and proc.stderr == "", proc.stderr
