@@ -263,3 +263,13 @@ def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
     assert "the model did not finish in time" in err and "transcript written to" in err
     (line,) = out.read_text(encoding="utf-8").splitlines()
     assert line.split()[1:] == ["w1", "w2"] == printed.split()[1::2]  # what was printed is what is written
+
+
+def test_ctrl_c_while_the_model_loads_is_a_message_not_a_traceback(monkeypatch, tmp_path):
+    def loading(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(listen, "_load_backend", loading)
+    code, out, err = _run(["listen", "--file", str(tmp_path / "x.wav"), "-o", str(tmp_path / "t.srt")])
+    assert code == 130 and "interrupted before captioning started" in err and out == ""
+    assert not (tmp_path / "t.srt").exists()

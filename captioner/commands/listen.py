@@ -249,7 +249,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     Returns:
         0 on success, 1 when a device, the backend or the output file failed, 2 for
-        bad arguments.
+        bad arguments, 130 for a Ctrl-C while the model was still loading.
     """
     from captioner.audio.source import SourceError
     from captioner.engine.live import LiveCaptioner
@@ -278,6 +278,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except (BackendError, SourceError, ValueError, ImportError) as exc:
         print(f"captioner: error: {exc}", file=err)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the model loads: nothing was captioned, nothing to write
+        print("captioner: interrupted before captioning started; nothing was written", file=err)
+        return 130
     servers = getattr(backend, "urls", None)
     if backend.name == "remote" and servers is not None and len(sources) > len(servers):
         print(f"captioner: error: {len(sources)} sources need {len(sources)} caption servers (an Audio8 server "
