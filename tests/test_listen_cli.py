@@ -152,6 +152,13 @@ if {during_start!r}:  # the signal arrives while LiveCaptioner.start() opens the
         _start(self)
         os.kill(os.getpid(), getattr(signal, {during_start!r}))
     FileSource.start = start
+if {during_write!r}:  # a second signal arrives while the transcript is being written
+    import os
+    _write = listen.write_transcript
+    def write(*a, **k):
+        os.kill(os.getpid(), getattr(signal, {during_write!r}))
+        return _write(*a, **k)
+    listen.write_transcript = write
 parser = argparse.ArgumentParser()
 listen.add_parser(parser.add_subparsers(dest="command"))
 args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}])
@@ -171,7 +178,7 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
     sf.write(wav, tone(60.0, 16000), 16000)  # played live: Ctrl-C comes long before its end
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="FakeBackend")
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="FakeBackend", during_write="")
     errors = tmp_path / "stderr.txt"
     with open(errors, "w", encoding="utf-8") as err_file:
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)
@@ -193,9 +200,11 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
-def test_signal_during_start_stops_cleanly_and_writes(tmp_path, signame):
-    """A Ctrl-C/SIGTERM/SIGHUP while the sources are being opened neither escapes ``run`` with a
-    traceback nor kills the process: it stops, and the transcript file is written."""
+@pytest.mark.parametrize("when", ["start", "write"])
+def test_signal_during_start_or_write_stops_cleanly_and_writes(tmp_path, signame, when):
+    """A Ctrl-C/SIGTERM/SIGHUP while the sources are being opened (or, after a first one, while the
+    transcript is written) neither escapes ``run`` with a traceback nor kills the process: it stops,
+    and the transcript file is written."""
     import os
     import subprocess
     import sys
@@ -204,7 +213,8 @@ def test_signal_during_start_stops_cleanly_and_writes(tmp_path, signame):
     sf.write(wav, tone(60.0, 16000), 16000)
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start=signame, backend="FakeBackend")
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), backend="FakeBackend",
+                                  during_start=signame, during_write=signame if when == "write" else "")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "flushing the last words" in proc.stderr
@@ -243,7 +253,7 @@ def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
     sf.write(wav, tone(60.0, 16000), 16000)
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="Hanging")
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="Hanging", during_write="")
     errors = tmp_path / "stderr.txt"
     with open(errors, "w", encoding="utf-8") as err_file:
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)

@@ -252,7 +252,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         bad arguments, 130 for a Ctrl-C while the model was still loading.
     """
     from captioner.audio.source import SourceError
-    from captioner.engine.live import LiveCaptioner
 
     if err is None:  # the real terminal: PortAudio/ALSA's own stderr lines go to the log instead
         from captioner.audio.libnoise import route_library_noise_to_log
@@ -288,36 +287,45 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
               "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
         return 2
     stops = _StopRequests().install()  # before anything starts: a signal at any later moment stops cleanly
-    try:
-        transcript, notice = LiveTranscript.start(
-            args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
-        )
-        mask = text_mask(args)
-        collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
-        collector._notice(notice)
-        if transcript.journal is not None:
-            print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
-        try:
-            live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
-            live.start()
-        except (SourceError, ValueError) as exc:
-            collector.finish()
-            print(f"captioner: error: {exc}", file=err)
-            return 1
-        labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
-        print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
-        deadline = time.monotonic() + args.duration if args.duration else None
-        while live.is_running and not stops.requested.is_set():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
-            live.wait(0.1 if left is None else min(0.1, left))
-        if stops.requested.is_set():
-            print("stopping: flushing the last words...", file=err, flush=True)
-        _stop(live, stops, err)
-        collector.finish()
+    try:  # the handlers stay until the transcript is written: a late signal must not kill the write
+        return _caption(args, backend, sources, fmt, out, err, stops)
     finally:
         stops.restore()
+
+
+def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, out: TextIO, err: TextIO,
+             stops: "_StopRequests") -> int:
+    """The live part of :func:`run`: caption, stop (bounded), write the transcript; returns the exit code."""
+    from captioner.audio.source import SourceError
+    from captioner.engine.live import LiveCaptioner
+
+    transcript, notice = LiveTranscript.start(
+        args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
+    )
+    mask = text_mask(args)
+    collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
+    collector._notice(notice)
+    if transcript.journal is not None:
+        print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+    try:
+        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
+        live.start()
+    except (SourceError, ValueError) as exc:
+        collector.finish()
+        print(f"captioner: error: {exc}", file=err)
+        return 1
+    labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
+    print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
+    deadline = time.monotonic() + args.duration if args.duration else None
+    while live.is_running and not stops.requested.is_set():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            break
+        live.wait(0.1 if left is None else min(0.1, left))
+    if stops.requested.is_set():
+        print("stopping: flushing the last words...", file=err, flush=True)
+    _stop(live, stops, err)
+    collector.finish()
     stats = live.source_stats()
     for label, st in stats.items():
         if st.overflows or st.dropped_blocks:
