@@ -2,7 +2,8 @@
 
 ``captioner`` alone starts the GUI; subcommands live one per module in
 ``captioner/commands/`` and register themselves through :data:`COMMANDS`.
-Exit codes: 0 success, 1 runtime failure, 2 usage error.
+Exit codes: 0 success, 1 runtime failure, 2 usage error, 130 a Ctrl-C before anything
+was captioned (`listen` while the model loads).
 """
 
 from __future__ import annotations
