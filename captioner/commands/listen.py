@@ -221,7 +221,7 @@ class _StopRequests:
 
 #: Ctrl-C returns within 2 s whatever the model does (DESIGN): this long to decode the audio
 #: still queued...
-DRAIN_S = 1.2
+DRAIN_S = 1.0
 #: ...then this long for the sessions' last words with the rest of the queue skipped; after that
 #: the transcript is written with what was decoded (a model call still running is left behind).
 FLUSH_S = 0.5
