@@ -2,7 +2,8 @@
 
 ``captioner`` alone starts the GUI; subcommands live one per module in
 ``captioner/commands/`` and register themselves through :data:`COMMANDS`.
-Exit codes: 0 success, 1 runtime failure, 2 usage error.
+Exit codes: 0 success, 1 runtime failure, 2 usage error, 130 a Ctrl-C before anything
+was captioned (`listen` while the model loads).
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return desktop.run_install() if args.install_desktop else desktop.run_uninstall()
     if not args.command:
+        from captioner.audio.libnoise import route_library_noise_to_log
         from captioner.ui.app import run_gui
+
+        route_library_noise_to_log()  # PortAudio/ALSA lines (device switches, server restarts) to the log
 
         return run_gui()
     return int(importlib.import_module(COMMANDS[args.command]).run(args))

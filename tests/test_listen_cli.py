@@ -137,7 +137,28 @@ sys.path.insert(0, {root!r})
 from tests.audio_fakes import FakeBackend
 from captioner.commands import listen
 import argparse
-listen._load_backend = lambda args: FakeBackend(batch_size=1)
+class Hanging(FakeBackend):  # a model that stops answering after its second word (a stuck GPU, a deadlock)
+    def step(self, rows):
+        if any(r.state is not None and r.state["k"] >= 2 for r in rows):
+            import threading
+            threading.Event().wait()
+        return super().step(rows)
+listen._load_backend = lambda args: {backend}(batch_size=1)
+if {during_start!r}:  # the signal arrives while LiveCaptioner.start() opens the sources
+    import os
+    from captioner.audio.filesource import FileSource
+    _start = FileSource.start
+    def start(self):
+        _start(self)
+        os.kill(os.getpid(), getattr(signal, {during_start!r}))
+    FileSource.start = start
+if {during_write!r}:  # a second signal arrives while the transcript is being written
+    import os
+    _write = listen.write_transcript
+    def write(*a, **k):
+        os.kill(os.getpid(), getattr(signal, {during_write!r}))
+        return _write(*a, **k)
+    listen.write_transcript = write
 parser = argparse.ArgumentParser()
 listen.add_parser(parser.add_subparsers(dest="command"))
 args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}])
@@ -157,12 +178,18 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
     sf.write(wav, tone(60.0, 16000), 16000)  # played live: Ctrl-C comes long before its end
     out = tmp_path / "t.txt"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out))
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()  # the first caption line proves capture and decoding run
-    assert first.startswith("[long.wav] w1"), first + proc.stderr.read()
-    proc.send_signal(getattr(signal, signame))
-    rest, err = proc.communicate(timeout=60)
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="FakeBackend", during_write="")
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w", encoding="utf-8") as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)
+        first = proc.stdout.readline()  # the first caption line proves capture and decoding run
+        assert first.startswith("[long.wav] w1"), first + errors.read_text(encoding="utf-8")
+        proc.send_signal(getattr(signal, signame))
+        # read the rest through the same buffered file: readline() may already hold the next lines
+        # (communicate() would read the pipe's descriptor directly and miss them)
+        rest = proc.stdout.read()
+        proc.wait(timeout=60)
+    err = errors.read_text(encoding="utf-8")
     assert proc.returncode == 0, err
     assert "flushing the last words" in err
     (line,) = out.read_text(encoding="utf-8").splitlines()
@@ -170,3 +197,89 @@ def test_ctrl_c_stops_cleanly_and_flushes(tmp_path, signame):
     assert words[0] == "w1" and 1 < len(words) < 600  # stopped early, nothing after w1 lost
     assert words == [f"w{i}" for i in range(1, len(words) + 1)]
     assert len(words) == len((first + rest).split()) - len((first + rest).splitlines())  # printed == written
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("when", ["start", "write"])
+def test_signal_during_start_or_write_stops_cleanly_and_writes(tmp_path, signame, when):
+    """A Ctrl-C/SIGTERM/SIGHUP while the sources are being opened (or, after a first one, while the
+    transcript is written) neither escapes ``run`` with a traceback nor kills the process: it stops,
+    and the transcript file is written."""
+    import os
+    import subprocess
+    import sys
+
+    wav = tmp_path / "long.wav"
+    sf.write(wav, tone(60.0, 16000), 16000)
+    out = tmp_path / "t.txt"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), backend="FakeBackend",
+                                  during_start=signame, during_write=signame if when == "write" else "")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "flushing the last words" in proc.stderr
+    assert "transcript written to" in proc.stderr and out.exists()
+    words = " ".join(line.split(" ", 1)[1] for line in out.read_text(encoding="utf-8").splitlines()).split()
+    assert len(words) < 100 and words == [f"w{i}" for i in range(1, len(words) + 1)]  # stopped at once
+
+
+def test_stop_requests_keep_an_inherited_ignore():
+    """``nohup captioner listen`` (SIGHUP inherited as ignored) keeps running when the terminal closes."""
+    import signal
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        stops = listen._StopRequests().install()
+        try:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) == stops._handle
+        finally:
+            stops.restore()
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN and signal.getsignal(signal.SIGTERM) != stops._handle
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
+    """Ctrl-C while the model is stuck in a call: the process exits at the stop deadline with what
+    was decoded written (without the bound it waited for the model forever)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    wav = tmp_path / "long.wav"
+    sf.write(wav, tone(60.0, 16000), 16000)
+    out = tmp_path / "t.txt"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = CTRL_C_SCRIPT.format(root=root, wav=str(wav), out=str(out), during_start="", backend="Hanging", during_write="")
+    errors = tmp_path / "stderr.txt"
+    with open(errors, "w", encoding="utf-8") as err_file:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err_file, text=True)
+        printed = proc.stdout.readline() + proc.stdout.readline()  # w1, w2: then the model hangs
+        assert printed.split()[1::2] == ["w1", "w2"], printed
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)  # a few lines at most: the pipe cannot fill
+        finally:
+            took = time.monotonic() - t0
+            proc.kill()
+        printed += proc.stdout.read()
+    err = errors.read_text(encoding="utf-8")
+    assert proc.returncode == 0, err
+    assert took < listen.DRAIN_S + listen.FLUSH_S + 1.0, (took, err)  # 2 s, plus the interpreter's exit
+    assert "the model did not finish in time" in err and "transcript written to" in err
+    (line,) = out.read_text(encoding="utf-8").splitlines()
+    assert line.split()[1:] == ["w1", "w2"] == printed.split()[1::2]  # what was printed is what is written
+
+
+def test_ctrl_c_while_the_model_loads_is_a_message_not_a_traceback(monkeypatch, tmp_path):
+    def loading(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(listen, "_load_backend", loading)
+    code, out, err = _run(["listen", "--file", str(tmp_path / "x.wav"), "-o", str(tmp_path / "t.srt")])
+    assert code == 130 and "interrupted before captioning started" in err and out == ""
+    assert not (tmp_path / "t.srt").exists()

@@ -272,3 +272,7 @@ def test_a_gap_ends_the_session_there_and_later_text_keeps_its_true_times():
     assert [n.code for n in rec.of(Notice)].index("stalled") < [n.code for n in rec.of(Notice)].index("gap")
     ends = [e for e in rec.of(TurnBoundary, "Meeting") if e.kind == "end_of_stream"]
     assert ends and ends[0].time == pytest.approx(1.0, abs=0.11)  # the session ended at the gap
+    # the notice comes after the last words and the session end before the gap, before the first after
+    # it: a transcript pane that shows it as a line puts it between them
+    order = rec.events.index
+    assert order(before[-1]) < order(ends[0]) < order(gap) < order(after[0])

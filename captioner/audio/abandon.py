@@ -73,7 +73,8 @@ def call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> Any
                 box["abandoned"] = True
                 _in_flight[call_id] = name
         if box.get("abandoned"):
-            log.warning("audio call %s did not return within %.1f s; abandoned", name, timeout_s)
+            # the user is told what it means (a stalled or frozen server) by the source; this is detail
+            log.info("audio call %s did not return within %.1f s; abandoned", name, timeout_s)
             _unregister_portaudio_exit()
             raise CallTimeout(f"{name} did not return within {timeout_s:.1f} s")
     if "error" in box:

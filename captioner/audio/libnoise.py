@@ -11,10 +11,13 @@ a pipe read by a daemon thread: lines that look like library noise go to this
 module's logger, every other line is copied to the original stderr unchanged.
 Python's own ``sys.stderr`` (and faulthandler) keep writing to the original
 descriptor directly, so tracebacks and captioner's messages never wait on the thread.
+At exit descriptor 2 is put back and the thread drained (at most 0.5 s), so the last
+lines a library wrote are not lost.
 """
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import io
 import logging
@@ -59,9 +62,20 @@ def route_library_noise_to_log() -> bool:
     )
     if faulthandler.is_enabled():
         faulthandler.enable(file=sys.stderr)
-    threading.Thread(target=_pump, args=(read_fd, saved), name="captioner-stderr-filter", daemon=True).start()
+    pump = threading.Thread(target=_pump, args=(read_fd, saved), name="captioner-stderr-filter", daemon=True)
+    pump.start()
+    atexit.register(_drain, pump, saved)
     _installed = True
     return True
+
+
+def _drain(pump: threading.Thread, saved: int) -> None:
+    """At exit: descriptor 2 back to the terminal (the pipe's last writer closes), then drain the pipe."""
+    try:
+        os.dup2(saved, 2)
+    except OSError:
+        return
+    pump.join(0.5)  # a child process still holding the pipe must not delay the exit
 
 
 def _pump(read_fd: int, out_fd: int) -> None:

@@ -4,7 +4,9 @@ Prints text as it is decoded, labelled by source, writes the transcript at the e
 (txt, srt, vtt or json, through ``captioner.transcript.writers``) and, while running,
 appends every final text and turn to the autosave journal (``captioner.transcript``;
 fsynced at once) so a crash loses nothing. ``--duration`` stops
-after that many seconds; Ctrl-C stops cleanly and flushes the last words.
+after that many seconds; Ctrl-C (or SIGTERM/SIGHUP), at any moment once the sources
+are being opened, stops cleanly and flushes the last words; a second one skips the
+audio still queued.
 
 Examples::
 
@@ -86,10 +88,13 @@ class _Collector:
     mask: Any = None  # text mask for what is printed (--mask-profanity), or None
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
+    finished: bool = False
     _partial_shown: bool = False
 
     def __call__(self, ev: Event) -> None:
         with self.lock:
+            if self.finished:  # a model call left running after a bounded stop: its text comes too late
+                return
             self._notice(self.live.add(ev))
             if isinstance(ev, TextDelta):
                 self._delta(ev)
@@ -131,6 +136,9 @@ class _Collector:
     def finish(self) -> None:
         """Close open segments and the journal; clear a partial line on the terminal."""
         with self.lock:
+            if self.finished:
+                return
+            self.finished = True
             self._notice(self.live.close())
             self._clear_partial()
 
@@ -158,34 +166,82 @@ def _build_sources(args: argparse.Namespace, rate: int) -> list:
     return sources
 
 
-def _interrupt_on_termination() -> dict:
-    """SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal, systemd) stop like Ctrl-C:
-    the last words are flushed and the transcript written. Returns the previous handlers."""
-    import signal
+class _StopRequests:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP (``kill``, ``timeout``, a closed terminal, systemd) as stop requests.
 
-    def interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise KeyboardInterrupt
+    From :meth:`install` on, a signal never raises at an arbitrary point (e.g. inside
+    ``LiveCaptioner.start`` with half the sources open): it sets :attr:`requested`,
+    which the wait loop polls, so the last words are flushed and the transcript written
+    whenever it arrives. Only a *second* signal while :attr:`impatient` (draining the
+    queued audio) raises ``KeyboardInterrupt``, to skip the rest of the queue. A signal
+    the process inherited as ignored (``nohup``, a background job's SIGINT) stays ignored.
+    Off the main thread (tests calling ``run`` from a worker) nothing is installed.
+    """
 
-    previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        try:
-            previous[sig] = signal.signal(sig, interrupt)
-        except ValueError:  # not the main thread (tests calling run() from a worker)
-            pass
-    return previous
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.impatient = False
+        self._previous: dict = {}
+
+    def install(self) -> "_StopRequests":
+        """Take over the signals (main thread only); returns self."""
+        import signal
+
+        for name in self.NAMES:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                if signal.getsignal(sig) is signal.SIG_IGN:
+                    continue
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame) -> None:  # noqa: ARG002 - signal handler signature
+        again = self.requested.is_set()
+        self.requested.set()
+        if again and self.impatient:
+            raise KeyboardInterrupt
+
+    def restore(self) -> None:
+        """Put the previous handlers back."""
+        import signal
+
+        for sig, handler in self._previous.items():
+            try:
+                signal.signal(sig, handler)
+            except ValueError:
+                pass
+        self._previous.clear()
 
 
-def _restore_signals(previous: dict) -> None:
-    import signal
+#: Ctrl-C returns within 2 s whatever the model does (DESIGN): this long to decode the audio
+#: still queued...
+DRAIN_S = 1.0
+#: ...then this long for the sessions' last words with the rest of the queue skipped; after that
+#: the transcript is written with what was decoded (a model call still running is left behind).
+FLUSH_S = 0.5
 
-    for sig, handler in previous.items():
-        try:
-            signal.signal(sig, handler)
-        except ValueError:
-            pass
+
+def _stop(live: Any, stops: _StopRequests, err: TextIO) -> None:
+    """Stop ``live`` within ``DRAIN_S + FLUSH_S`` seconds, draining what the time allows."""
+    stops.impatient = True
+    try:
+        done = live.stop(drain=True, timeout=DRAIN_S)
+    except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
+        done = False
+    stops.impatient = False
+    if done:
+        return
+    print(f"stopping: the model is behind; {live.backlog_s():.1f} s of audio not decoded yet are skipped",
+          file=err, flush=True)
+    if not live.stop(drain=False, timeout=FLUSH_S):
+        print("captioner: warning: the model did not finish in time; the text decoded so far is written",
+              file=err, flush=True)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -193,10 +249,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
 
     Returns:
         0 on success, 1 when a device, the backend or the output file failed, 2 for
-        bad arguments.
+        bad arguments, 130 for a Ctrl-C while the model was still loading.
     """
     from captioner.audio.source import SourceError
-    from captioner.engine.live import LiveCaptioner
 
     if err is None:  # the real terminal: PortAudio/ALSA's own stderr lines go to the log instead
         from captioner.audio.libnoise import route_library_noise_to_log
@@ -222,12 +277,28 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except (BackendError, SourceError, ValueError, ImportError) as exc:
         print(f"captioner: error: {exc}", file=err)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the model loads: nothing was captioned, nothing to write
+        print("captioner: interrupted before captioning started; nothing was written", file=err)
+        return 130
     servers = getattr(backend, "urls", None)
     if backend.name == "remote" and servers is not None and len(sources) > len(servers):
         print(f"captioner: error: {len(sources)} sources need {len(sources)} caption servers (an Audio8 server "
               f"serves one stream), but only {len(servers)} URL is configured: give one URL per source, "
               "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
         return 2
+    stops = _StopRequests().install()  # before anything starts: a signal at any later moment stops cleanly
+    try:  # the handlers stay until the transcript is written: a late signal must not kill the write
+        return _caption(args, backend, sources, fmt, out, err, stops)
+    finally:
+        stops.restore()
+
+
+def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, out: TextIO, err: TextIO,
+             stops: "_StopRequests") -> int:
+    """The live part of :func:`run`: caption, stop (bounded), write the transcript; returns the exit code."""
+    from captioner.audio.source import SourceError
+    from captioner.engine.live import LiveCaptioner
+
     transcript, notice = LiveTranscript.start(
         args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
     )
@@ -246,22 +317,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
     print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
     deadline = time.monotonic() + args.duration if args.duration else None
-    previous = _interrupt_on_termination()
-    try:
-        while live.is_running:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                break
-            live.wait(0.2 if left is None else min(0.2, left))
-    except KeyboardInterrupt:
+    while live.is_running and not stops.requested.is_set():
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left <= 0:
+            break
+        live.wait(0.1 if left is None else min(0.1, left))
+    if stops.requested.is_set():
         print("stopping: flushing the last words...", file=err, flush=True)
-    finally:
-        try:
-            live.stop(drain=True)
-        except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
-            live.stop(drain=False)
-        collector.finish()
-        _restore_signals(previous)
+    _stop(live, stops, err)
+    collector.finish()
     stats = live.source_stats()
     for label, st in stats.items():
         if st.overflows or st.dropped_blocks:

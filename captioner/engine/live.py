@@ -313,18 +313,15 @@ class LiveCaptioner:
         return block is not None
 
     def _gap(self, lane: _Lane, block) -> None:
-        """Queue a gap marker before ``block`` and tell the user the true times."""
-        lane.pending.append(_Gap(block.gap_before))
+        """Queue a gap marker before ``block``; its notice (true times) follows the words before it."""
         t1 = self.time_offset + block.start
-        self._emit(
-            Notice(
-                f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
-                f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
-                "info",
-                "gap",
-                lane.source.label,
-            )
-        )
+        lane.pending.append(_Gap(block.gap_before, Notice(
+            f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
+            f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
+            "info",
+            "gap",
+            lane.source.label,
+        )))
 
     def _enqueue(self, lane: _Lane, samples) -> None:
         room = int(self.max_backlog_s * lane.source.target_rate) - lane.pending_samples
@@ -402,6 +399,7 @@ class LiveCaptioner:
     def _restart_at_gap(self, lane: _Lane, gap: "_Gap") -> None:
         """End ``lane``'s session at a gap (its last words appear) and restart its times after it."""
         self._emit_all(feed_many([(lane.session, None)], end=True))
+        self._emit(gap.notice)  # after the last words before the gap (a transcript pane shows it between)
         lane.gaps_decoded += gap.seconds
         lane.shift = lane.popped / lane.session.sample_rate + lane.gaps_decoded
 
@@ -520,9 +518,11 @@ def _backend_hook(backend: object, name: str) -> Callable[[], None]:
 
 @dataclasses.dataclass(frozen=True)
 class _Gap:
-    """Pending-queue marker: ``seconds`` of real time without audio (see :meth:`LiveCaptioner._gap`)."""
+    """Pending-queue marker: ``seconds`` of real time without audio and the notice that tells it
+    (see :meth:`LiveCaptioner._gap`)."""
 
     seconds: float
+    notice: Notice
 
 
 def _clock(t: float) -> str:

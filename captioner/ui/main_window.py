@@ -33,7 +33,7 @@ from captioner.engine.qt_worker import EngineConfig, EngineController
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.global_shortcuts import GlobalShortcuts
-from captioner.ui.messages import MessageBar
+from captioner.ui.messages import CAPTURE_STATE_CODES, MessageBar, gap_line, notice_row_code
 from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
 from captioner.ui.qt_helpers import format_time, standard_keys  # noqa: F401 - format_time for scripts
@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         self._stats: dict[str, Stats] = {}
         self._run_backend = ""  # the backend of the run in progress (for advice that fits it)
         self._meters: dict[str, LevelMeter] = {}
+        self._stalled: set[str] = set()  # sources whose capture is stalled (waiting for audio)
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
         self._user_quit = False  # the close in progress was asked for by the user (may ask questions)
@@ -390,6 +391,8 @@ class MainWindow(QMainWindow):
         self.sources.reset_meters()
         self.run_bar.clear_stats()
         self.messages.clear("backlog")
+        self._stalled.clear()  # "waiting for audio" is over with the run
+        self.messages.clear_where(lambda row: row.code.startswith("capture:") and row.severity == "warning")
         self._update_controls()
         if self._quitting:
             QTimer.singleShot(0, self.close)  # the drain is done: finish the close
@@ -448,9 +451,22 @@ class MainWindow(QMainWindow):
     def _show_notice(self, notice: Notice) -> None:
         if notice.code in ("stopped", "journal_ok"):
             return
-        # a remote server's connection state is one message that each change replaces
-        code = "remote_connection" if notice.code in REMOTE_STATE_CODES else notice.code
+        if notice.code == "gap":  # a line of the transcript, between the words before and after it
+            self.transcript_view.append_line(gap_line(notice.message))
+            return
+        # a remote server's connection state, and each source's capture state, is one message
+        # that each change replaces
+        code = "remote_connection" if notice.code in REMOTE_STATE_CODES else notice_row_code(notice.code, notice.source)
         self.messages.show_message(notice.message, notice.severity, code or "notice")
+        if notice.code == "stalled":
+            self._stalled.add(notice.source)
+        elif notice.code in CAPTURE_STATE_CODES:
+            self._stalled.discard(notice.source)
+        else:
+            return
+        if self.engine_state == "running" and not self._quitting:
+            waiting = ", ".join(sorted(self._stalled))
+            self.run_bar.set_status(f"Captioning; waiting for audio from {waiting}" if waiting else "Captioning")
 
     # -- overlay -----------------------------------------------------------------------------
     def set_overlay_visible(self, on: bool) -> None:

@@ -5,18 +5,59 @@ row with an icon colour for its severity, the text, optional action buttons and 
 close button. A message with a ``code`` replaces the previous message with the
 same code, so a repeating condition ("backlog growing") shows once; a message
 without a code replaces one with the same text. At most ``MAX_ROWS`` show.
+
+A source's capture state (``captioner.audio.recovery``: stalled, resumed, stream
+moved, source switched) is one row per source that each change replaces
+(:func:`notice_row_code`), so "no audio -- waiting" is replaced by "delivering audio
+again" instead of both staying; a gap in the audio is a line in the transcript pane
+(:func:`gap_line`), where it sits between the words before and after it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
+from captioner.ui.qt_helpers import format_time
 
 _COLOURS = {"info": "#2d6cdf", "warning": "#c98a00", "error": "#c0392b"}
+
+#: Notice codes of one source's capture state; each replaces the previous one of that source.
+CAPTURE_STATE_CODES = ("stalled", "resumed", "stream_moved", "source_switched")
+
+
+def notice_row_code(code: str, source: str) -> str:
+    """The message-bar key of a notice: ``"capture:<source>"`` for a capture-state code, else ``code``."""
+    return f"capture:{source}" if code in CAPTURE_STATE_CODES else code
+
+
+_GAP = re.compile(r"No audio from (?P<source>.+?) between (?P<t0>[\d:.]+) and (?P<t1>[\d:.]+) \((?P<s>[\d.]+) s\)")
+
+
+def _seconds(clock: str) -> float:
+    """``"M:SS.s"`` / ``"H:MM:SS.s"`` (``engine.live``'s clock) as seconds."""
+    total = 0.0
+    for part in clock.split(":"):
+        total = total * 60 + float(part)
+    return total
+
+
+def gap_line(message: str) -> str:
+    """The transcript pane's line for a ``"gap"`` notice, times as the pane's other lines show them.
+
+    ``"No audio from Meeting between 0:01.0 and 0:05.9 (4.9 s); ..."`` becomes
+    ``"[0:01] — no audio from Meeting until 0:05 (4.9 s) —"``; a message in another form is
+    shown as its first clause between dashes.
+    """
+    m = _GAP.search(message)
+    if m is None:
+        return f"— {message.split(';', 1)[0].strip().rstrip('.')} —"
+    t0, t1 = _seconds(m["t0"]), _seconds(m["t1"])
+    return f"[{format_time(t0)}] — no audio from {m['source']} until {format_time(t1)} ({m['s']} s) —"
 
 
 class MessageRow(QFrame):
