@@ -11,7 +11,8 @@ Rules (the Moonshine runtime's VAD segmentation, on stream time, no wall clock):
 * the speech probability of every 32 ms window is averaged over the last
   :data:`SMOOTH_WINDOWS` windows (0.5 s);
 * a line opens when that average reaches :data:`THRESHOLD`; it starts
-  :data:`LOOK_BEHIND_S` before the first window of the average (the onset of the first word);
+  :data:`LOOK_BEHIND_S` before the first window of the average that was speech on its own
+  (the onset of the first word);
 * it closes when the average falls below the threshold again (so a line ends with about
   0.25 s of the pause that ended it), or at the end of the stream (:meth:`finish`: the last
   word of a file or of a Stop is kept);
@@ -121,7 +122,8 @@ class LineSegmenter:
         if self.open_start is None:
             if not speech:
                 return []
-            onset = self._n - len(self._probs) * VAD_WINDOW
+            first = next(i for i, q in enumerate(self._probs) if q >= THRESHOLD)
+            onset = self._n - (len(self._probs) - first) * VAD_WINDOW
             self.open_start = max(self._last_end, onset - self.look_behind, 0)
             self._line_probs = [p]
             return [LineEvent(self.lines, self.open_start)]
