@@ -121,7 +121,7 @@ class MoonshineBackend(Backend):
             by default. The live engine reports its backlog to it.
         partials: False never re-decodes open lines (finals only).
         progress: ``progress(message, percent)`` while the model is prepared (first use);
-            default: one line on stderr.
+            default: see :func:`captioner.asr.moonshine_prepare.prepare`.
         model: an already loaded model object with ``transcribe(audio) -> str`` (tests).
         vad: a streaming VAD for the line segmenters (default: Silero, shared).
 
@@ -154,7 +154,7 @@ class MoonshineBackend(Backend):
             path = Path(model_dir) if model_dir else default_model_dir()
             if not path.is_dir():
                 raise BackendError(f"Default model directory not found: {path}")
-            model = shared_model(path, progress or _stderr_progress)
+            model = shared_model(path, progress)
         self.model = model
         self.model_dir = Path(getattr(model, "model_dir", model_dir or "."))
         if vad is None:
@@ -326,14 +326,6 @@ class MoonshineBackend(Backend):
         worker = getattr(self, "_worker", None)
         if worker is not None:
             worker.close()
-
-
-def _stderr_progress(message: str, percent: int) -> None:
-    """Default preparation progress: the first message on stderr, once per build."""
-    import sys
-
-    if percent in (0, -1):
-        print(f"captioner: {message}", file=sys.stderr, flush=True)
 
 
 def default_model_dir() -> Path:

@@ -15,18 +15,20 @@ Recipe, per graph:
 3. load that with ``ORT_ENABLE_BASIC`` and ``optimized_model_filepath`` again: the
    written graph is the folded float model (basic level only: the file stays free of
    ops fused for one particular CPU);
-4. save it with its weights as external data (``<name>.onnx.data``): ONNX Runtime then
+4. keep one copy of the token embedding instead of three (:func:`_share_embedding`:
+   275 -> 166 MB for the decoder);
+5. save it with its weights as external data (``<name>.onnx.data``): ONNX Runtime then
    maps the weights from the file instead of copying them onto the heap (measured,
-   2026-12-01, one process, encoder + decoder loaded: 383-437 MB resident against
-   566-728 MB for the same weights inside the ``.onnx`` file).
+   2026-12-01, one process, encoder + decoder loaded, before step 4: 383-437 MB resident
+   against 566-728 MB for the same weights inside the ``.onnx`` file).
 
 Float, not ORT's dynamic int8 (``quantize_dynamic``, MatMulInteger), was chosen by
-measurement on the development machine (one thread, 7 s espeak-ng clip,
-``bench/default_model.py``): int8 decodes a step in 5.9-7.4 ms against 7.1-8.9 ms and
-takes ~90 MB less memory, but its greedy tokens differ from the shipped graph's on
-the first clip tried (a comma read as a full stop), quantizing the tied output
-projection decodes nothing at all, and the encoder is slower in int8 (66 against
-49 ms for 4 s). Float decodes token for token what the shipped graph decodes.
+measurement on the development machine (one thread, a 7 s espeak-ng clip): int8 decodes a
+step in 5.9-7.4 ms against 7.1-8.9 ms and, before step 4, took ~90 MB less memory (the
+shared embedding now saves 109 MB in float), but its greedy tokens differ from the
+shipped graph's on the first clip tried (a comma read as a full stop), quantizing the
+tied output projection decodes nothing at all, and the encoder is slower in int8 (66
+against 49 ms for 4 s). Float decodes token for token what the shipped graph decodes.
 
 Cache: ``platformdirs.user_cache_dir("captioner")/moonshine-base-en/<key>``, the key a
 hash of the source files' bytes, the onnxruntime version and :data:`RECIPE`. The folder
@@ -34,12 +36,14 @@ is written under a temporary name and renamed into place (atomic), with a
 ``manifest.json`` listing each file's size and SHA-256; a folder whose files do not
 match is rebuilt. Where the cache folder cannot be written (read-only, full), the
 model is prepared in memory for this process and :func:`prepare` says so once through
-the progress callback. Preparation takes about 3-10 s and 355 MB of disk (measured
-2026-12-01: encoder 81 MB, decoder 275 MB); nothing is downloaded.
+the progress callback. Preparation takes about 3-10 s and 247 MB of disk (measured
+2026-12-01: encoder 81 MB, decoder 166 MB); nothing is downloaded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -53,13 +57,34 @@ from typing import Callable
 from captioner.asr.base import BackendError
 
 #: Bump when the preparation recipe changes (old cache folders are then ignored).
-RECIPE = "float-external-1"
+RECIPE = "float-external-shared-embedding-1"
 #: The two graphs, by their file stem in the shipped model folder.
 GRAPHS = ("encoder_model", "decoder_model_merged")
 #: Progress callback: ``progress(message, percent)``; percent -1 while unknown.
 Progress = Callable[[str, int], None]
 
 _warned_memory = False
+#: Where progress goes when :func:`prepare` is given no callback: set by :func:`progress_to`
+#: (the GUI's engine worker: its model panel); otherwise one line on stderr (the CLI).
+_sink: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("captioner_prepare_progress", default=None)
+
+
+@contextlib.contextmanager
+def progress_to(callback: Progress):
+    """Within this block (this thread/context), model preparation reports to ``callback``."""
+    token = _sink.set(callback)
+    try:
+        yield
+    finally:
+        _sink.reset(token)
+
+
+def _stderr(message: str, percent: int) -> None:
+    """Default progress: the first message of a build (and any warning) on stderr."""
+    import sys
+
+    if percent in (0, -1):
+        print(f"captioner: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -113,7 +138,8 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     Args:
         src: folder with ``encoder_model.ort`` and ``decoder_model_merged.ort``.
         cache_root: where prepared copies live; default :func:`default_cache_root`.
-        progress: ``progress(message, percent)``, called only while building.
+        progress: ``progress(message, percent)``, called only while building; default:
+            the callback of an enclosing :func:`progress_to`, else one line on stderr.
 
     Raises:
         BackendError: a source file is missing or ONNX Runtime cannot read it.
@@ -129,7 +155,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     final = root / key
     if _complete(final):
         return PreparedModel(*_paths(final), final, False, time.perf_counter() - t0)
-    report = progress or (lambda message, percent: None)
+    report = progress or _sink.get() or _stderr
     report("Preparing the built-in model (first use, about 10 s)…", 0)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -194,6 +220,7 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int)
             opts.log_severity_level = 3
             ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"])
             model = onnx.load(folded)
+            _share_embedding(model)
         except Exception as exc:  # onnxruntime/onnx raise their own exception types
             raise BackendError(f"Could not prepare the default model's {stem} ({exc}). "
                                "The files may be corrupt: pip install --force-reinstall moonshine-cpp") from exc
@@ -203,6 +230,48 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int)
     onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
                     location=f"{stem}.onnx.data", size_threshold=1024)
     return str(path)
+
+
+def _share_embedding(model) -> bool:
+    """Keep one copy of the decoder's token embedding instead of three (in place).
+
+    The folded merged decoder holds the 32768x416 float embedding once for the input lookup
+    (``Gather``) and once per If branch transposed, for the tied output projection (54.5 MB
+    each). The transposed copies are equal: one moves to the outer graph (a branch may use
+    an outer value), and the lookup gathers columns of it (``Gather(axis=1)`` then
+    ``Transpose``), so the untransposed copy goes too (275 -> 166 MB). Returns False (the
+    model unchanged) when the graph does not have that shape.
+    """
+    import onnx
+    from onnx import helper
+
+    graph = model.graph
+    branches = [a.g for n in graph.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    copies = [(b, i) for b in branches for i in b.initializer if i.name.endswith("embed_tokens.weight_transposed")]
+    if len(copies) < 2 or len({c.raw_data for _, c in copies}) != 1 or len({c.name for _, c in copies}) != 1:
+        return False
+    shared = onnx.TensorProto()
+    shared.CopyFrom(copies[0][1])
+    if len(shared.dims) != 2:
+        return False
+    lookups = [(b, n) for b in branches for n in b.node if n.op_type == "Gather" and "embed_tokens" in n.input[0]]
+    table = {n.input[0] for _, n in lookups}
+    outer = {i.name: i for i in graph.initializer}
+    if len(table) != 1 or next(iter(table)) not in outer or list(outer[next(iter(table))].dims) != shared.dims[::-1]:
+        return False
+    for b, init in copies:
+        b.initializer.remove(init)
+    graph.initializer.append(shared)
+    for b, node in lookups:
+        cols = node.output[0] + "_columns"
+        at = list(b.node).index(node)
+        b.node.remove(node)
+        b.node.insert(at, helper.make_node("Transpose", [cols], list(node.output), perm=[1, 2, 0],
+                                           name=node.name + "_rows"))
+        b.node.insert(at, helper.make_node("Gather", [shared.name, node.input[1]], [cols], axis=1,
+                                           name=node.name + "_columns"))
+    graph.initializer.remove(outer[next(iter(table))])
+    return True
 
 
 def _name_subgraphs(graph, prefix: str) -> None:
