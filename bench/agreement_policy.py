@@ -39,8 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: (holdback words, minimum clip s) pairs to compare; the first is the previous round's policy.
-POLICIES = [(0, 2.5), (0, 0.0), (1, 0.0), (0, 1.0), (0, 1.5), (1, 1.5), (0, 2.0), (1, 2.0), (0, 3.0)]
+#: (holdback words, minimum clip s, minimum gap s between the compared clips) to compare; the
+#: first is the previous round's policy.
+POLICIES = [(0, 2.5, 0.0), (0, 1.5, 0.0), (0, 2.0, 0.0), (0, 3.0, 0.0), (0, 1.5, 0.5), (0, 1.5, 1.0),
+            (0, 2.0, 0.5), (0, 2.0, 1.0), (0, 2.5, 0.5), (0, 2.5, 1.0), (1, 2.0, 1.0), (0, 2.0, 1.5)]
 
 _BACKEND = None
 _AUDIO = None
@@ -103,7 +105,7 @@ def replay_line(line: tuple[float, float, str]) -> dict:
     return {"hyps": hyps, "final_cost": time.perf_counter() - t0}
 
 
-def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict:
+def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap_s: float = 0.0) -> dict:
     """Replay every line's re-decodes through one policy; WER and estimated word latency."""
     import jiwer
     import numpy as np
@@ -114,7 +116,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict
 
     out_words, lat, early = [], [], 0
     for (ls, le, text), rep in zip(lines, replays):
-        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s)
+        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s, min_gap_s=min_gap_s)
         times = []
         for t, cost, hyp in rep["hyps"]:
             new, _ = ag.update(collapse_repeats(hyp), t - ls)
@@ -135,6 +137,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict
     return {
         "holdback": holdback,
         "min_clip_s": min_clip_s,
+        "min_gap_s": min_gap_s,
         "wer": round(wer, 4),
         "wer_one_pass": round(wer_1, 4),
         "wer_gap_points": round(100 * (wer - wer_1), 2),
@@ -162,7 +165,7 @@ def main() -> None:
         lines = one_pass_lines(audio)
         with mp.get_context("spawn").Pool(max(1, args.jobs), initializer=_init, initargs=(wav,)) as pool:
             replays = pool.map(replay_line, lines, chunksize=1)
-    results = [evaluate(lines, replays, ref, hb, mc) for hb, mc in POLICIES]
+    results = [evaluate(lines, replays, ref, *policy) for policy in POLICIES]
     report = {
         "command": "python bench/agreement_policy.py " + " ".join(sys.argv[1:]),
         "minutes": args.minutes,
@@ -172,6 +175,8 @@ def main() -> None:
         "policies": results,
     }
     text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).with_suffix(".replays.json").write_text(json.dumps({"lines": lines, "replays": replays}))
     if args.out:
         Path(args.out).with_suffix(".json").write_text(text + "\n")
     print(text)

@@ -72,3 +72,28 @@ def test_joined_lines_have_no_double_comma_and_no_capital_after_a_comma():
     assert join_line("we met,", "NASA called.") == "NASA called."  # an acronym too
     assert join_line("It ended.", "Then we left.") == "Then we left."  # after a full stop: unchanged
     assert join_line("", "Hello.") == "Hello."
+
+
+def test_the_backend_joins_a_line_cut_at_a_comma_to_the_next_one():
+    """Two lines of one sentence ("..., It was ...") come out as "..., it was ..." in the
+    final text, and nothing is lowered inside a line."""
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import StepRow
+
+    probs = [0.0] * 10 + [0.9] * 60 + [0.0] * 30 + [0.9] * 60 + [0.0] * 40
+    texts = iter(["It was the best of times, Bob,", "It was the worst of times."])
+
+    class Model:
+        def transcribe(self, audio):
+            return next(texts)
+
+    b = ms.MoonshineBackend(model=Model(), vad=Scripted(probs), partials=False)
+    state, finals = None, []
+    audio = np.zeros(len(probs) * 512, np.float32)
+    for i in range(0, len(audio), 1600):
+        (res,) = b.step([StepRow(audio[i : i + 1600], state, i / SR, (i + 1600) / SR)])
+        state = res.state
+        finals += [e.text for e in res.events if getattr(e, "final", False)]
+    b.step([StepRow(None, state, len(audio) / SR, len(audio) / SR, last=True)])
+    b.close()
+    assert "".join(finals) == "It was the best of times, Bob, it was the worst of times."

@@ -51,17 +51,25 @@ class LineAgreement:
             audio decoded so far may cut them).
         min_clip_s: nothing is committed from a hypothesis of a clip shorter than this
             (s), when :meth:`update` is told the clip's length.
+        min_gap_s: a hypothesis is compared with the newest earlier one whose clip was at
+            least this much shorter (s; 0 = the previous one): two re-decodes a few hundred
+            ms apart share most of their audio and agree on the same misreading.
+        history: ``(clip s, words)`` of the hypotheses that may still serve as the
+            comparison (bounded: older ones than the newest usable are dropped).
     """
 
     committed: list[str] = field(default_factory=list)
     previous: list[str] = field(default_factory=list)
     holdback: int = 1
     min_clip_s: float = MIN_CLIP_S
+    min_gap_s: float = 0.0
+    history: list[tuple[float, list[str]]] = field(default_factory=list)
 
     def reset(self) -> None:
         """Forget the line (a new line starts)."""
         self.committed = []
         self.previous = []
+        self.history = []
 
     def update(self, hypothesis: str, clip_s: float | None = None) -> tuple[str, str]:
         """Take a new hypothesis of the whole open line.
@@ -78,7 +86,14 @@ class LineAgreement:
         """
         words = hypothesis.split()
         rest = self._after_committed(words)
-        prev_rest = self._after_committed(self.previous)
+        reference = self.previous
+        if clip_s is not None and self.min_gap_s > 0:
+            usable = [i for i, (c, _) in enumerate(self.history) if c <= clip_s - self.min_gap_s]
+            reference = self.history[usable[-1]][1] if usable else []
+            if usable:
+                del self.history[: usable[-1]]  # older ones will never be the newest usable again
+            self.history.append((clip_s, words))
+        prev_rest = self._after_committed(reference)
         self.previous = words
         agreed = 0
         limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either

@@ -203,8 +203,11 @@ class MoonshineBackend(Backend):
         i0 = max(0, start - state.ring_start)
         return state.ring[i0 : max(i0, end - state.ring_start)]
 
-    def _final(self, state: _LineState, text: str, start: float, end: float) -> TextDelta:
-        text = join_line(state.last_final, text)
+    def _final(self, state: _LineState, text: str, start: float, end: float, line_start: bool) -> TextDelta:
+        """Final text ``text`` over ``[start, end]`` s; ``line_start``: it begins a line (and
+        is joined to the previous line's text with :func:`join_line`)."""
+        if line_start:
+            text = join_line(state.last_final, text)
         start = max(start, state.committed_end)
         end = max(end, start)
         state.committed_end = end
@@ -228,7 +231,7 @@ class MoonshineBackend(Backend):
             text = self._decode_clip(self._clip(state, ev.start, ev.end))
             rest = state.agreement.finish(text)
             if rest:
-                out.append(self._final(state, rest, start, end))
+                out.append(self._final(state, rest, start, end, line_start=not had))
             if rest or had:
                 out.append(TurnBoundary(max(end, state.committed_end), "line", 1.0))
             if state.partial:
@@ -284,7 +287,8 @@ class MoonshineBackend(Backend):
             words = text.split()
             done = len(state.agreement.committed)
             frac = len(" ".join(words[:done])) / max(1, len(" ".join(words)))
-            out.append(self._final(state, new, line_start, min(now_s, line_start + frac * clip_s)))
+            first = done == len(new.split())  # the line's first committed words
+            out.append(self._final(state, new, line_start, min(now_s, line_start + frac * clip_s), line_start=first))
         # the partial follows the committed text as a final would: after a space (see _final)
         rest = (" " if rest and state.last_final else "") + rest
         if rest != state.partial:
