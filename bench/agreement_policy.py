@@ -41,8 +41,8 @@ sys.path.insert(0, str(ROOT))
 
 #: (holdback words, minimum clip s, minimum gap s between the compared clips) to compare; the
 #: first is the previous round's policy.
-POLICIES = [(0, 2.5, 0.0), (0, 1.5, 0.0), (0, 2.0, 0.0), (0, 3.0, 0.0), (0, 1.5, 0.5), (0, 1.5, 1.0),
-            (0, 2.0, 0.5), (0, 2.0, 1.0), (0, 2.5, 0.5), (0, 2.5, 1.0), (1, 2.0, 1.0), (0, 2.0, 1.5)]
+POLICIES = [(0, 2.5, 0.0), (0, 1.5, 0.0), (0, 2.0, 0.0), (0, 3.0, 0.0), (0, 2.5, 1.0), (0, 2.5, 1.5),
+            (0, 2.5, 2.0), (0, 2.5, 2.5), (1, 2.5, 1.5), (1, 2.5, 2.0)]
 
 _BACKEND = None
 _AUDIO = None

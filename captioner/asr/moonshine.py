@@ -13,7 +13,8 @@ While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
 and shed while the engine is behind -- and the words two consecutive re-decodes agree on
-become final early (LocalAgreement, once at least ``MIN_CLIP_S`` of the line was decoded);
+become final early (LocalAgreement, once at least ``MIN_CLIP_S`` of the line was decoded, between
+re-decodes at least ``MIN_GAP_S`` apart);
 final text is never rewritten. A re-decode is never a line's final text: it did not hear
 the end of its line. Because of the re-decoding and the VAD, the block-size invariance of
 DESIGN section 1 holds only approximately for this backend.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from captioner.asr.agreement import LineAgreement
+from captioner.asr.agreement import MIN_GAP_S, LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
@@ -101,7 +102,7 @@ class _LineState:
     ring: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     ring_start: int = 0
     open_line: tuple | None = None
-    agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS))
+    agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS, min_gap_s=MIN_GAP_S))
     partial: str = ""
     committed_end: float = 0.0
     last_final: str = ""
