@@ -121,7 +121,10 @@ def test_a_decoder_step_allocates_no_large_buffer(model, clip):
 def test_cache_is_reused_and_a_truncated_cache_is_rebuilt(cache_root, model, clip, tmp_path):
     assert not prep.prepare(default_model_dir(), cache_root).built  # the model fixture built it
     root = tmp_path / "cache"  # its own folder: the fixture's model maps the shared one's files
+    (root / "0123-older-recipe").mkdir(parents=True)
+    (root / "0123-older-recipe" / "manifest.json").write_text("{}")
     first = prep.prepare(default_model_dir(), root)
+    assert sorted(p.name for p in root.iterdir()) == [first.cache_dir.name]  # the stale copy is gone
     again = prep.prepare(default_model_dir(), root)
     assert first.built and not again.built and again.cache_dir == first.cache_dir
     data = again.cache_dir / "decoder_model_merged.onnx.data"

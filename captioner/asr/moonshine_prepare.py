@@ -34,9 +34,9 @@ Cache: ``platformdirs.user_cache_dir("captioner")/moonshine-base-en/<key>``, the
 hash of the source files' bytes, the onnxruntime version and :data:`RECIPE`. The folder
 is written under a temporary name and renamed into place (atomic), with a
 ``manifest.json`` listing each file's size and SHA-256; a folder whose files do not
-match is rebuilt. Where the cache folder cannot be written (read-only, full), the
-model is prepared in memory for this process and :func:`prepare` says so once through
-the progress callback. Preparation takes about 3-10 s and 247 MB of disk (measured
+match is rebuilt, and copies of other keys are deleted once a new one is in place. Where
+the cache folder cannot be written (read-only, full), the model is prepared in memory for
+this process and :func:`prepare` says so once through the progress callback. Preparation takes about 3-10 s and 247 MB of disk (measured
 2026-12-01: encoder 81 MB, decoder 166 MB); nothing is downloaded.
 """
 
@@ -174,6 +174,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
         if final.exists():  # an incomplete or corrupt copy: replace it
             shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
+        _remove_stale(root, keep=final)
     except OSError as exc:  # disk full while writing: this run works from memory
         shutil.rmtree(tmp, ignore_errors=True)
         if not _warned_memory:
@@ -293,6 +294,17 @@ def _file_digest(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _remove_stale(root: Path, keep: Path) -> None:
+    """Delete prepared copies of other keys (an older recipe or onnxruntime version) and
+    temporary folders of builds that died more than an hour ago."""
+    for entry in root.iterdir():
+        if entry == keep or not entry.is_dir():
+            continue
+        stale_tmp = entry.name.startswith(".") and time.time() - entry.stat().st_mtime > 3600
+        if stale_tmp or (entry / "manifest.json").is_file():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _paths(folder: Path) -> tuple[str, str]:
