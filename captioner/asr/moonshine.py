@@ -12,7 +12,7 @@ the engine thread, and its text is *final* (followed by ``TurnBoundary(kind="lin
 While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
-and shed while the engine is behind -- and the words two consecutive re-decodes agree on
+and shed while the engine is behind -- and the words two re-decodes agree on
 become final early (LocalAgreement, once at least ``MIN_CLIP_S`` of the line was decoded, between
 re-decodes at least ``MIN_GAP_S`` apart);
 final text is never rewritten. A re-decode is never a line's final text: it did not hear
@@ -246,7 +246,7 @@ class MoonshineBackend(Backend):
 
     def _partial(self, state: _LineState) -> list[Event]:
         """Collect a finished re-decode of the open line, and start the next one when the
-        budget allows; LocalAgreement commits what two consecutive re-decodes agree on."""
+        budget allows; LocalAgreement commits what two re-decodes ``MIN_GAP_S`` apart agree on."""
         if not self.partials:
             return []
         out: list[Event] = []
