@@ -72,6 +72,10 @@ def test_joined_lines_have_no_double_comma_and_no_capital_after_a_comma():
     assert join_line("we met,", "NASA called.") == "NASA called."  # an acronym too
     assert join_line("It ended.", "Then we left.") == "Then we left."  # after a full stop: unchanged
     assert join_line("", "Hello.") == "Hello."
+    assert join_line("at ten o'clock.", ".") == ""  # a line of noise read as a full stop
+    assert join_line("", "at ten o'clock..") == "at ten o'clock."
+    assert join_line("Wait...", "... what?") == "what?"
+    assert join_line("", "Well... yes.") == "Well... yes."
 
 
 def test_the_backend_joins_a_line_cut_at_a_comma_to_the_next_one():

@@ -23,6 +23,7 @@ DESIGN section 1 holds only approximately for this backend.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +57,8 @@ CHUNK_SAMPLES = 1600
 #: Shortest open line (s) worth a partial re-decode.
 MIN_PARTIAL_S = 0.3
 
+_PUNCT = ",.;:!?"
+_DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")  # ".." but not "..."
 #: First words whose capital stays after a comma.
 _KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
 
@@ -63,17 +66,20 @@ _KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
 def join_line(previous: str, text: str) -> str:
     """``text`` of a new line as it follows the final text ``previous`` of the same session.
 
-    The model punctuates every line as a sentence; where the previous line ended on a
-    comma (a pause inside a sentence), a leading comma is dropped (no ",,") and a
-    capital first letter is lowered ("belief, it was"; "I" and "I'm" stay).
+    The model punctuates every line as a sentence. After a previous line that ended in
+    punctuation, punctuation at the start of the new one is dropped (no ",," or "..": a
+    line of noise read as "." disappears); where the previous line ended on a comma (a
+    pause inside a sentence), a capital first letter is lowered ("belief, it was"; "I",
+    "I'm", ... and acronyms stay).
     """
-    text = text.strip()
+    text = _DOUBLE_STOP.sub(".", text.strip())
     prev = previous.rstrip()
     if not prev or not text:
         return text
+    if prev[-1] in _PUNCT:
+        text = text.lstrip(_PUNCT + " ")
     if prev.endswith(","):
-        text = text.lstrip(",").lstrip()
-        word = text.split(" ", 1)[0].rstrip(".,!?;:")
+        word = text.split(" ", 1)[0].rstrip(_PUNCT)
         acronym = len(word) > 1 and word.isupper()
         if text[:1].isupper() and word not in _KEEP_CAPITAL and not acronym:
             text = text[:1].lower() + text[1:]
@@ -204,11 +210,13 @@ class MoonshineBackend(Backend):
         i0 = max(0, start - state.ring_start)
         return state.ring[i0 : max(i0, end - state.ring_start)]
 
-    def _final(self, state: _LineState, text: str, start: float, end: float, line_start: bool) -> TextDelta:
+    def _final(self, state: _LineState, text: str, start: float, end: float, line_start: bool) -> TextDelta | None:
         """Final text ``text`` over ``[start, end]`` s; ``line_start``: it begins a line (and
-        is joined to the previous line's text with :func:`join_line`)."""
+        is joined to the previous line's text with :func:`join_line`). None when nothing is left."""
         if line_start:
             text = join_line(state.last_final, text)
+        if not text:
+            return None
         start = max(start, state.committed_end)
         end = max(end, start)
         state.committed_end = end
@@ -231,9 +239,10 @@ class MoonshineBackend(Backend):
             had = bool(state.agreement.committed)
             text = self._decode_clip(self._clip(state, ev.start, ev.end))
             rest = state.agreement.finish(text)
-            if rest:
-                out.append(self._final(state, rest, start, end, line_start=not had))
-            if rest or had:
+            final = self._final(state, rest, start, end, line_start=not had) if rest else None
+            if final is not None:
+                out.append(final)
+            if final is not None or had:
                 out.append(TurnBoundary(max(end, state.committed_end), "line", 1.0))
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
@@ -289,7 +298,9 @@ class MoonshineBackend(Backend):
             done = len(state.agreement.committed)
             frac = len(" ".join(words[:done])) / max(1, len(" ".join(words)))
             first = done == len(new.split())  # the line's first committed words
-            out.append(self._final(state, new, line_start, min(now_s, line_start + frac * clip_s), line_start=first))
+            final = self._final(state, new, line_start, min(now_s, line_start + frac * clip_s), line_start=first)
+            if final is not None:
+                out.append(final)
         # the partial follows the committed text as a final would: after a space (see _final)
         rest = (" " if rest and state.last_final else "") + rest
         if rest != state.partial:
