@@ -125,6 +125,13 @@ def part_model(clips: list[np.ndarray]) -> dict:
     return out
 
 
+def strip_stamps(text: str) -> str:
+    """The words of a ``--format txt`` transcript: its ``[hh:mm:ss]`` line stamps removed."""
+    import re
+
+    return re.sub(r"^\[[\d:]+\]\s*", "", text, flags=re.M)
+
+
 def part_transcribe(wav: Path, ref: str, before_rev: str, tmp: Path) -> list[dict]:
     import jiwer
 
@@ -145,7 +152,7 @@ def part_transcribe(wav: Path, ref: str, before_rev: str, tmp: Path) -> list[dic
         err = proc.stderr.read().decode(errors="replace")
         if status != 0:
             raise SystemExit(f"{name} transcribe failed: {err[-2000:]}")
-        hyp = out.read_text(encoding="utf-8")
+        hyp = strip_stamps(out.read_text(encoding="utf-8"))
         results.append({"config": name, "code": f"git {before_rev}" if name == "before" else "working tree",
                         "wall_s": round(wall, 1), "rtf": round(wall / audio_s, 3),
                         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
