@@ -24,6 +24,7 @@ after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition).
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -167,6 +168,7 @@ class MoonshineModel:
 
 
 _SHARED: dict[tuple, MoonshineModel] = {}
+_SHARED_LOCK = threading.Lock()
 
 
 def shared_model(model_dir: str | os.PathLike, progress: Progress | None = None) -> MoonshineModel:
@@ -176,7 +178,8 @@ def shared_model(model_dir: str | os.PathLike, progress: Progress | None = None)
         BackendError: as :class:`MoonshineModel`.
     """
     key = (str(Path(model_dir).resolve()),)
-    model = _SHARED.get(key)
-    if model is None:
-        model = _SHARED[key] = MoonshineModel(model_dir, progress=progress)
-    return model
+    with _SHARED_LOCK:  # two backends loading at once share one load
+        model = _SHARED.get(key)
+        if model is None:
+            model = _SHARED[key] = MoonshineModel(model_dir, progress=progress)
+        return model
