@@ -8,16 +8,17 @@ it differently. Comparing policies live costs a real-time run each (21 minutes f
 policy, deterministically:
 
 1. the one-pass lines: the meeting through ``MoonshineBackend(partials=False)`` (the same
-   runtime VAD and line segmentation as live; ``captioner transcribe`` decodes the same);
+   per-session VAD line segmentation as live; ``captioner transcribe`` decodes the same);
 2. per line, the re-decodes a live session makes: clips from the line's start to ``t``
-   (plus ``PARTIAL_PAD_S`` of silence), the first at 0.5 s into the line, each next one
-   when the previous finished (its measured cost + 50 ms, at least ``UPDATE_INTERVAL_S``),
-   until 0.3 s after the line's end (the VAD's hang-over); ``--jobs`` processes;
+   (plus ``PARTIAL_PAD_S`` of silence), the first at ``MIN_PARTIAL_S`` into the line, each
+   next one when the previous finished (its measured cost + 50 ms, at least the budget's
+   ``min_interval_s``), until the line's end (where the VAD closed it: ~0.26 s into the
+   pause); ``--jobs`` processes;
 3. for each policy: the line's committed words, then ``finish()`` with the one-pass text,
    exactly as the backend does. WER against the rendered sentences (jiwer, normalised);
    per-word final latency estimated as the commit time (re-decode start + cost + 50 ms)
-   or, for the words left to the final, line end + 0.6 s + the line's decode cost, minus
-   the word's end (its character position across the line).
+   or, for the words left to the final, line end + 0.1 s (the next engine step) + the
+   line's decode cost, minus the word's end (its character position across the line).
 
     python bench/agreement_policy.py --minutes 20 --out bench/results/agreement_policy_20min
 
@@ -38,8 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: (holdback words, minimum clip s) pairs to compare; the first is the previous policy.
-POLICIES = [(1, 0.0), (2, 0.0), (3, 0.0), (1, 1.5), (1, 2.0), (0, 2.5), (1, 2.5), (1, 3.0)]
+#: (holdback words, minimum clip s, minimum gap s between the compared clips) to compare; the
+#: first is the previous round's policy.
+POLICIES = [(0, 2.5, 0.0), (0, 1.5, 0.0), (0, 2.0, 0.0), (0, 3.0, 0.0), (0, 2.5, 1.0), (0, 2.5, 1.5),
+            (0, 2.5, 2.0), (0, 2.5, 2.5), (1, 2.5, 1.5), (1, 2.5, 2.0)]
 
 _BACKEND = None
 _AUDIO = None
@@ -84,25 +87,25 @@ def replay_line(line: tuple[float, float, str]) -> dict:
     """The live-like re-decodes of one line: ``{"hyps": [(t, cost, text)], "final_cost": s}``."""
     import numpy as np
 
-    from captioner.asr.moonshine import PARTIAL_PAD_S, UPDATE_INTERVAL_S
+    from captioner.asr.moonshine import MIN_PARTIAL_S, PARTIAL_PAD_S
 
     ls, le, _ = line
     sr, be = 16000, _BACKEND
     pad = np.zeros(int(PARTIAL_PAD_S * sr), np.float32)
-    hyps, t = [], ls + 0.5
-    while t < le + 0.3:
+    hyps, t = [], ls + max(0.5, MIN_PARTIAL_S)
+    while t < le:
         clip = np.concatenate([_AUDIO[int(ls * sr) : int(t * sr)], pad])
         t0 = time.perf_counter()
-        text = be._decode_clip(clip, be._partial_tr)
+        text = be._decode_clip(clip)
         cost = time.perf_counter() - t0
         hyps.append((t, cost, text))
-        t += max(cost + 0.05, UPDATE_INTERVAL_S)
+        t += max(cost + 0.05, be.budget.min_interval_s)
     t0 = time.perf_counter()
-    be._decode_clip(_AUDIO[int(ls * sr) : int(le * sr)], be._partial_tr)
+    be._decode_clip(_AUDIO[int(ls * sr) : int(le * sr)])
     return {"hyps": hyps, "final_cost": time.perf_counter() - t0}
 
 
-def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict:
+def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap_s: float = 0.0) -> dict:
     """Replay every line's re-decodes through one policy; WER and estimated word latency."""
     import jiwer
     import numpy as np
@@ -113,7 +116,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict
 
     out_words, lat, early = [], [], 0
     for (ls, le, text), rep in zip(lines, replays):
-        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s)
+        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s, min_gap_s=min_gap_s)
         times = []
         for t, cost, hyp in rep["hyps"]:
             new, _ = ag.update(collapse_repeats(hyp), t - ls)
@@ -121,7 +124,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict
         committed = list(ag.committed)
         rest = ag.finish(collapse_repeats(text)).split()
         words = committed + rest
-        times += [le + 0.6 + rep["final_cost"]] * len(rest)
+        times += [le + 0.1 + rep["final_cost"]] * len(rest)
         total, pos = len(" ".join(words)), 0
         for w, tw in zip(words, times):
             pos += len(w) + 1
@@ -134,6 +137,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float) -> dict
     return {
         "holdback": holdback,
         "min_clip_s": min_clip_s,
+        "min_gap_s": min_gap_s,
         "wer": round(wer, 4),
         "wer_one_pass": round(wer_1, 4),
         "wer_gap_points": round(100 * (wer - wer_1), 2),
@@ -161,7 +165,7 @@ def main() -> None:
         lines = one_pass_lines(audio)
         with mp.get_context("spawn").Pool(max(1, args.jobs), initializer=_init, initargs=(wav,)) as pool:
             replays = pool.map(replay_line, lines, chunksize=1)
-    results = [evaluate(lines, replays, ref, hb, mc) for hb, mc in POLICIES]
+    results = [evaluate(lines, replays, ref, *policy) for policy in POLICIES]
     report = {
         "command": "python bench/agreement_policy.py " + " ".join(sys.argv[1:]),
         "minutes": args.minutes,
@@ -171,6 +175,8 @@ def main() -> None:
         "policies": results,
     }
     text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).with_suffix(".replays.json").write_text(json.dumps({"lines": lines, "replays": replays}))
     if args.out:
         Path(args.out).with_suffix(".json").write_text(text + "\n")
     print(text)

@@ -230,11 +230,8 @@ def child(args) -> None:
         # transient peaks of one decode are not growth
         "rss_growth_after_warmup_mb": growth(warm),
         "wer": wers,
-        "finals_reused": getattr(backend, "finals_reused", None),
-        "finals_decoded": getattr(backend, "finals_decoded", None),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
-        "tuning": getattr(backend, "tuning", None),
         "timeline": samples,
     }
     print(json.dumps(result))
@@ -318,7 +315,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=2.0, help="length of the meeting")
     ap.add_argument("--runs", default="before,after", help="comma list of: before, after, gui, dual")
-    ap.add_argument("--before-rev", default="ef0da0b", help="git revision for the 'before' run")
+    ap.add_argument("--before-rev", default="3e6d95f", help="git revision for the 'before' run")
     ap.add_argument("--out", default="bench/results/latency", help="output path without suffix")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--code", default=str(ROOT), help=argparse.SUPPRESS)

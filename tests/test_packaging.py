@@ -169,8 +169,10 @@ def test_flatpak_manifest_permissions():
 
 def test_pyinstaller_spec_mentions_what_it_must_bundle():
     spec = (ROOT / "packaging" / "pyinstaller" / "captioner.spec").read_text(encoding="utf-8")
-    for needed in ("moonshine_cpp", "moonshine_voice", "NSMicrophoneUsageDescription", "captioner/resources"):
+    for needed in ("moonshine_cpp", "models/base-en", '"onnx"', "NSMicrophoneUsageDescription", "captioner/resources"):
         assert needed in spec
+    # the default model runs on the onnxruntime package: no Moonshine runtime library, no second ORT
+    assert 'libraries(package_dir("moonshine_cpp")' not in spec and "moonshine_voice.libs" not in spec
 
 
 def test_metainfo_screenshots_are_in_the_repository():

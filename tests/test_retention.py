@@ -1,126 +1,71 @@
-"""Retention: nothing a long live session keeps grows without bound (issue 10, item 4).
+"""Retention and the live policy of the default model's backend, on a scripted model and VAD.
 
 In the style of WhisperLiveKit's ``test_retention.py``: hours of simulated audio through
-the default model's backend logic (its runtime replaced by a scripted fake with the same
-events, so the test runs in seconds without the model), then every buffer is checked.
-Measured with the real runtime (bench/latency.py): the runtime keeps every line and VAD
-segment of a stream, so RSS grew ~15 MB/min and each pass got slower; the backend now
-replaces the stream at a quiet moment every ``ROTATE_S`` seconds.
+the default model's backend logic (its model and VAD replaced by scripted fakes, so the
+test runs in seconds), then every buffer is checked. The audio is a time ramp (sample
+value = ``RAMP`` x session time), so the fake VAD knows where speech is and the fake model
+knows which words a clip holds.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-pytest.importorskip("moonshine_voice")
-
-from moonshine_voice.moonshine_api import TranscriptLine  # noqa: E402
-from moonshine_voice.transcriber import LineCompleted, LineUpdated  # noqa: E402
-
-from captioner.asr import moonshine as ms  # noqa: E402
-from captioner.asr.base import StepRow  # noqa: E402
-from captioner.engine.scheduler import DecodeBudget  # noqa: E402
-from captioner.events import TextDelta  # noqa: E402
+from captioner.asr import moonshine as ms
+from captioner.asr.base import StepRow
+from captioner.engine.scheduler import DecodeBudget
+from captioner.events import TextDelta
 
 SR = 16000
-LINE_S, PAUSE_S, HANGOVER_S = 4.0, 2.0, 0.5
+LINE_S, PAUSE_S = 4.0, 2.0
 WORDS = "alpha beta gamma delta epsilon zeta eta theta".split()
+RAMP = 1e-4  # test audio: sample value = RAMP * session time (s), so a clip says where it starts
 
 
-class FakeStream:
-    """Scripted runtime stream: a 4 s line every 6 s of its own time, completed 0.5 s after."""
+def speaking(t: float) -> bool:
+    """Speech from 0.2 s into every 6 s period, for LINE_S seconds."""
+    return 0.2 <= t % (LINE_S + PAUSE_S) < 0.2 + LINE_S
 
-    created = 0
-    open_streams = 0
+
+class ScriptedVad:
+    """Speech probability 1 inside the scripted speech, 0 outside (read from the ramp)."""
+
+    @staticmethod
+    def initial_state():
+        return None
+
+    def __call__(self, window, state):
+        return (1.0 if speaking(float(window[0]) / RAMP) else 0.0), state
+
+
+class ScriptedModel:
+    """The words spoken in a clip (whole or partly), read from the time ramp in the audio."""
 
     def __init__(self) -> None:
-        FakeStream.created += 1
-        FakeStream.open_streams += 1
-        self.samples = 0
-        self.listeners = []
-        self.done = set()
-        self._handle = FakeStream.created
+        self.decoded: list[tuple[float, float]] = []  # (clip start s, clip end s) of every decode
 
-    def add_listener(self, fn) -> None:
-        self.listeners.append(fn)
-
-    def start(self) -> None:
-        pass
-
-    def _line(self, k: int, complete: bool, now: float) -> TranscriptLine:
-        start = k * (LINE_S + PAUSE_S) + 0.2
-        dur = LINE_S if complete else max(0.0, min(LINE_S, now - start))
-        return TranscriptLine(text=" ".join(WORDS) if complete else "", start_time=start, duration=dur,
-                              line_id=self._handle * 10**6 + k, is_complete=complete)
-
-    def update_transcription(self, flags: int = 0) -> None:
-        now = self.samples / SR
-        k = int((now - 0.2) // (LINE_S + PAUSE_S)) if now > 0.2 else -1
-        for j in range(max(0, k - 1), k + 1):
-            start = j * (LINE_S + PAUSE_S) + 0.2
-            if j in self.done or now < start:
-                continue
-            line_done = now >= start + LINE_S + HANGOVER_S
-            line = self._line(j, line_done, now)
-            event = LineCompleted(line=line, stream_handle=0) if line_done else LineUpdated(line=line, stream_handle=0)
-            if line_done:
-                self.done.add(j)
-            for fn in self.listeners:
-                fn(event)
-
-    def stop(self) -> None:
-        self.update_transcription()
-
-    def close(self) -> None:
-        FakeStream.open_streams -= 1
-        self.listeners = []
-
-
-class ScriptedMoonshine(ms.MoonshineBackend):
-    """The real backend logic on the scripted runtime (no model load)."""
-
-    def __init__(self, clock) -> None:  # noqa: D401 - no super(): nothing to load
-        self.model_dir = None
-        self.geometry = ms.ChunkGeometry(SR, ms.CHUNK_SAMPLES, ms.CHUNK_SAMPLES)
-        self.batch_size = 2
-        self.budget = DecodeBudget(clock=clock)
-        self.partials = True
-        self._since_trim = 0
-        self.tuning = {}
-        self._partial_tr = None
-        self.finals_reused = self.finals_decoded = 0
-        self.decoded: list[float] = []
-        self._worker = ms.PartialWorker(self._decode_clip, threaded=False)  # synchronous: exact event order
-
-    def _new_stream(self, state=None):
-        stream = FakeStream()
-        if state is not None:
-            stream.add_listener(state.events.append)
-        return stream
-
-    def _add_audio(self, state, audio) -> None:
-        state.stream.samples += len(audio)
-
-    def _decode_clip(self, audio) -> str:
-        """The words spoken in the clip (whole or partly), read from the time ramp in the audio."""
-        t0 = float(audio[0]) / RAMP - self._offset  # stream time of the clip's first sample
+    def transcribe(self, audio) -> str:
+        t0 = float(audio[0]) / RAMP  # stream time of the clip's first sample
         speech = len(audio) - (len(audio) - np.flatnonzero(audio)[-1] - 1 if audio.any() else 0)  # a pad is exact zeros
         t1 = t0 + speech / SR
-        k = int(t0 // (LINE_S + PAUSE_S))
+        self.decoded.append((t0, t1))
+        k = int((t0 + 0.3) // (LINE_S + PAUSE_S))  # the line starts up to ~0.3 s before its speech
         start = k * (LINE_S + PAUSE_S) + 0.2
         per = LINE_S / len(WORDS)
         first = max(0, int((t0 - start) // per))
         n = int(len(WORDS) * min(1.0, max(0.0, t1 - start + 1e-3) / LINE_S))  # 1 ms: float32 ramp
-        self.decoded.append(t0 - start)  # where in its line the clip started (s)
         return " ".join(WORDS[first:n])
 
-    def step(self, rows):
-        self._offset = rows[0].state.offset_s if rows[0].state is not None else 0.0
-        return super().step(rows)
 
-
-RAMP = 1e-4  # test audio: sample value = RAMP * session time (s), so a clip says where it starts
+def scripted(clock, threaded: bool = False, model=None, partials: bool = True):
+    """The real backend logic on the scripted model and VAD (synchronous partials by default)."""
+    b = ms.MoonshineBackend(model=model or ScriptedModel(), vad=ScriptedVad(), budget=DecodeBudget(clock=clock),
+                            partials=partials)
+    if not threaded:
+        b._worker.close()
+        b._worker = ms.PartialWorker(b._decode_clip, threaded=False)  # exact event order
+        b.budget.parallel = False
+    return b
 
 
 def chunk_at(i: int) -> np.ndarray:
@@ -130,13 +75,13 @@ def chunk_at(i: int) -> np.ndarray:
 
 def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     t = [0.0]
-    backend = ScriptedMoonshine(lambda: t[0])
+    backend = scripted(lambda: t[0])
     state = None
     finals: list[str] = []
     partials = 0
     hours = 2.0
     steps = int(hours * 3600 / 0.1)
-    ring_max = finished_max = 0
+    ring_max = 0
     for i in range(steps):
         t[0] += 0.1
         (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
@@ -148,13 +93,10 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
                 elif ev.text:
                     partials += 1
         ring_max = max(ring_max, len(state.ring))
-        finished_max = max(finished_max, len(state.finished_ids))
     lines = int(hours * 3600 // (LINE_S + PAUSE_S)) - 1
-    # bounded: the audio kept, the line ids remembered, the runtime streams alive
+    # bounded: the audio kept, the segmenter's memory, the agreement, the budget's window
     assert ring_max <= int(ms.KEEP_S * SR)
-    assert finished_max <= ms.ROTATE_S / (LINE_S + PAUSE_S) + 2
-    assert FakeStream.open_streams == 1
-    assert FakeStream.created >= hours * 3600 / (ms.ROTATE_S + LINE_S + PAUSE_S)
+    assert len(state.lines._probs) <= 16 and len(state.lines._line_probs) <= 8 * SR // 512 + 1
     assert len(state.agreement.committed) <= len(WORDS)
     assert len(backend.budget._required) <= 10 * backend.budget.window_s / 0.1
     # exact and never rewritten: every line's words arrive once, in order, early ones via agreement
@@ -163,8 +105,7 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
     assert words[: lines * len(WORDS)] == WORDS * lines
     assert partials > lines  # partials were granted (the fake is cheap: plenty of headroom)
     assert len(finals) > lines  # words became final before their line ended
-    # stream times stay monotonic across rotations
-    assert state.offset_s > hours * 3600 - ms.ROTATE_S - 2 * (LINE_S + PAUSE_S)
+    assert state.lines.lines >= lines
 
 
 def _finals_of(backend, seconds, t):
@@ -177,28 +118,34 @@ def _finals_of(backend, seconds, t):
     return finals
 
 
-def test_a_re_decode_that_covered_the_whole_line_is_its_final_and_none_is_decoded_again():
-    """The line's final text is the newest re-decode when that reached the line's end (the VAD
-    ends a line ~0.5 s after its speech); otherwise the line is decoded once when it ends."""
+def test_every_line_is_decoded_once_to_its_end_and_no_re_decode_is_its_final():
+    """A final never comes from a re-decode that did not hear the end of its line (the app once
+    saved "charger to Marlow" for "charger tomorrow"): each completed line is decoded once, as a
+    clip that reaches the line's end (past the end of its speech)."""
     t = [0.0]
-    backend = ScriptedMoonshine(lambda: t[0])
+    ms_model = ScriptedModel()
+    backend = scripted(lambda: t[0], model=ms_model)
     finals = _finals_of(backend, 2 * (LINE_S + PAUSE_S), t)
     assert " ".join(f.strip() for f in finals).split() == WORDS * 2  # exact, in order, once
-    assert backend.finals_reused == 2 and backend.finals_decoded == 0
-    # without partials nothing covers a line: each is decoded exactly once, when it ends
+    ends = [t1 for t0, t1 in ms_model.decoded]
+    for k in range(2):
+        speech_end = k * (LINE_S + PAUSE_S) + 0.2 + LINE_S
+        # the final decode: its clip ends where the VAD closed the line (0.26 s into the pause)
+        whole = [e for e in ends if speech_end + 0.2 <= e <= speech_end + 0.5]
+        assert len(whole) == 1, (k, ends)
+    # without partials: each line decoded exactly once, when it ends
     t = [0.0]
-    quiet = ScriptedMoonshine(lambda: t[0])
-    quiet.partials = False
+    quiet = scripted(lambda: t[0], partials=False)
     finals = _finals_of(quiet, 2 * (LINE_S + PAUSE_S), t)
     assert " ".join(f.strip() for f in finals).split() == WORDS * 2
-    assert (quiet.finals_reused, quiet.finals_decoded) == (0, 2) and len(quiet.decoded) == 2
+    assert len(quiet.model.decoded) == 2
 
 
 def test_partial_after_committed_words_starts_with_a_space():
     """Seen in the overlay: committed "Good morning," + partial "have a minute" was drawn as
     "Good morning,have a minute". A partial follows final text after a space, as finals do."""
     t = [0.0]
-    backend = ScriptedMoonshine(lambda: t[0])
+    backend = scripted(lambda: t[0])
     state = None
     shown = ""  # committed text so far
     joined = []
@@ -216,26 +163,32 @@ def test_partial_after_committed_words_starts_with_a_space():
         assert "  " not in text and all(w in WORDS for w in text.split()), text
 
 
-class GatedMoonshine(ScriptedMoonshine):
-    """The scripted backend with its re-decodes on a real worker thread, each held until released."""
+class GatedModel(ScriptedModel):
+    """The scripted model with its re-decodes (on the partial thread) each held until released."""
 
-    def __init__(self, clock) -> None:
-        super().__init__(clock)
+    def __init__(self) -> None:
+        super().__init__()
         import threading
 
         self.entered = threading.Semaphore(0)
         self.release = threading.Semaphore(0)
-
         self.clips: list[int] = []  # samples of each re-decode, in order
+        self.partial_thread = None
 
-        def gated(clip):
-            self.clips.append(clip.size)
+    def transcribe(self, audio) -> str:
+        import threading
+
+        if threading.current_thread().name == "captioner-partial":
+            self.clips.append(audio.size)
             self.entered.release()
             assert self.release.acquire(timeout=30)
-            return ScriptedMoonshine._decode_clip(self, clip)
+        return super().transcribe(audio)
 
-        self._worker = ms.PartialWorker(gated)
-        self.budget.parallel = True
+
+def gated(clock):
+    backend = scripted(clock, threaded=True, model=GatedModel())
+    backend.entered, backend.release, backend.clips = backend.model.entered, backend.model.release, backend.model.clips
+    return backend
 
 
 def _run_gated(backend, seconds, t, on_job):
@@ -264,8 +217,8 @@ def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
     (0.5 s after the line ends) with the re-decode still held; released after that, its text
     belongs to a closed line and must not come out as a partial or a second final."""
     t = [0.0]
-    backend = GatedMoonshine(lambda: t[0])
-    line_end = 0.2 + LINE_S + HANGOVER_S  # the first line completes here (stream time)
+    backend = gated(lambda: t[0])
+    line_end = 0.2 + LINE_S + 0.32  # the smoothed VAD closes the first line at 4.512 s (0.26 s of pause, whole windows)
     recorded = []
     record = backend.budget.record_optional
     backend.budget.record_optional = lambda cost, audio_s: (recorded.append(audio_s), record(cost, audio_s))
@@ -273,7 +226,7 @@ def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
     try:
         assert finals, "no final while the partial was held"
         first_final_at = finals[0][0]
-        assert first_final_at <= line_end + ms.UPDATE_INTERVAL_S + 0.11
+        assert first_final_at <= line_end + 0.11
         assert " ".join(f for _, f in finals).split() == WORDS  # exact: the stale re-decode added nothing
         assert all(not text for at, text in partials if at > line_end + 1.0)
         assert backend.budget.parallel
@@ -286,8 +239,8 @@ def test_a_slow_partial_never_delays_a_final_and_its_stale_text_is_dropped():
 
 def test_threaded_partials_commit_words_before_the_line_ends():
     t = [0.0]
-    backend = GatedMoonshine(lambda: t[0])
-    line_end = 0.2 + LINE_S + HANGOVER_S
+    backend = gated(lambda: t[0])
+    line_end = 0.2 + LINE_S + 0.32
     state, finals, partials = _run_gated(backend, 3 * (LINE_S + PAUSE_S), t, lambda i: True)
     try:
         early = [text for at, text in finals if at < line_end]

@@ -229,6 +229,26 @@ def test_nothing_is_committed_from_the_first_seconds_of_a_line():
     assert ag.update("That office will")[0] == "That"
 
 
+def test_agreement_compares_re_decodes_at_least_min_gap_apart():
+    """Re-decodes ~0.3 s apart share most of their audio and agree on the same misreading; with
+    ``min_gap_s`` a hypothesis is compared with the newest one at least that much shorter."""
+    ag = LineAgreement(holdback=0, min_clip_s=2.5, min_gap_s=2.0)
+    assert ag.update("That office will", 2.5) == ("", "That office will")
+    assert ag.update("That office will be", 2.8) == ("", "That office will be")  # 0.3 s apart: no compare
+    assert ag.update("That office will be closed", 3.1) == ("", "That office will be closed")
+    assert ag.update("The office will be closed on", 4.4) == ("", "The office will be closed on")
+    # 4.8 s is >= 2.0 s after 2.8 s: compared with "That office will be", they disagree on word 1
+    assert ag.update("The office will be closed on Monday", 4.8)[0] == ""
+    # 6.4 s vs 4.4 s (the newest at least 2 s shorter): both read "The office ..."
+    new, partial = ag.update("The office will be closed on Monday because", 6.4)
+    assert new == "The office will be closed on" and partial == "Monday because"
+    assert len(ag.history) <= 3  # bounded: older hypotheses than the newest usable are gone
+    # the same sequence compared consecutively locks in the misreading
+    plain = LineAgreement(holdback=0, min_clip_s=2.5)
+    plain.update("That office will", 2.5)
+    assert plain.update("That office will be", 2.8)[0] == "That office will"
+
+
 def _sizes(budget: DecodeBudget) -> tuple[int, int, int, int]:
     return len(budget._required), len(budget._optional), len(budget._asked), len(budget._last)
 

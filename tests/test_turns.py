@@ -23,7 +23,7 @@ import soundfile as sf
 from captioner.asr.audio8.vad import TurnHysteresis
 from captioner.asr.base import Backend, StepResult
 from captioner.asr.geometry import ChunkGeometry
-from captioner.engine import turns as turns_mod
+from captioner.engine import turn_models as turns_mod
 from captioner.engine.session import StreamingSession
 from captioner.engine.turns import (
     EnergyVad,

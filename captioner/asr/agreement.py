@@ -27,12 +27,17 @@ _NORM = re.compile(r"[^\w']+", re.UNICODE)
 #: model reads the first words of a line unreliably from the first 1-2 s of it, and two
 #: re-decodes a few hundred ms apart share most of their audio, so they often agree on the
 #: same misreading ("That office" for "The office", "But we finish" for "Before we
-#: finish"); the final decode of the whole line then reads it right, too late. Measured by
-#: replaying the live re-decodes of the 20-minute benchmark meeting through each policy
-#: (``bench/agreement_policy.py``, ``bench/results/agreement_policy_20min.json``): WER
-#: against the one-pass decode +3.0 points with no minimum, +1.8 with 2.0 s, +0.9 with
-#: 2.5 s, +0.2 with 3.0 s; estimated per-word final latency p50 1.9 / 2.3 / 2.5 / 2.8 s.
+#: finish"); the final decode of the whole line then reads it right, too late.
 MIN_CLIP_S = 2.5
+#: The two hypotheses compared must be re-decodes of clips at least this much apart (s).
+#: With the model on captioner's own decoder a re-decode costs ~0.1-0.3 s instead of
+#: 0.6-1 s, so consecutive re-decodes come ~0.3 s apart and agree on misreadings far more
+#: often. Replayed on the 20-minute meeting (``bench/agreement_policy.py``,
+#: ``bench/results/agreement_policy_20min_onnx.json``; one-pass WER 9.62 %): consecutive
+#: re-decodes from 2.5 s of line +4.1 points of WER (estimated per-word final p95 2.8 s);
+#: at least 1.0 s apart +1.35 (3.0 s), 1.5 s +0.62 (3.2 s), 2.0 s +0.48 (3.4 s), 2.5 s
+#: +0.14 (3.7 s). 2.0 s is the shortest gap within half a point of the one-pass decode.
+MIN_GAP_S = 2.0
 
 
 def norm_word(word: str) -> str:
@@ -51,17 +56,25 @@ class LineAgreement:
             audio decoded so far may cut them).
         min_clip_s: nothing is committed from a hypothesis of a clip shorter than this
             (s), when :meth:`update` is told the clip's length.
+        min_gap_s: a hypothesis is compared with the newest earlier one whose clip was at
+            least this much shorter (s; 0 = the previous one): two re-decodes a few hundred
+            ms apart share most of their audio and agree on the same misreading.
+        history: ``(clip s, words)`` of the hypotheses that may still serve as the
+            comparison (bounded: older ones than the newest usable are dropped).
     """
 
     committed: list[str] = field(default_factory=list)
     previous: list[str] = field(default_factory=list)
     holdback: int = 1
     min_clip_s: float = MIN_CLIP_S
+    min_gap_s: float = 0.0
+    history: list[tuple[float, list[str]]] = field(default_factory=list)
 
     def reset(self) -> None:
         """Forget the line (a new line starts)."""
         self.committed = []
         self.previous = []
+        self.history = []
 
     def update(self, hypothesis: str, clip_s: float | None = None) -> tuple[str, str]:
         """Take a new hypothesis of the whole open line.
@@ -78,7 +91,14 @@ class LineAgreement:
         """
         words = hypothesis.split()
         rest = self._after_committed(words)
-        prev_rest = self._after_committed(self.previous)
+        reference = self.previous
+        if clip_s is not None and self.min_gap_s > 0:
+            usable = [i for i, (c, _) in enumerate(self.history) if c <= clip_s - self.min_gap_s]
+            reference = self.history[usable[-1]][1] if usable else []
+            if usable:
+                del self.history[: usable[-1]]  # older ones will never be the newest usable again
+            self.history.append((clip_s, words))
+        prev_rest = self._after_committed(reference)
         self.previous = words
         agreed = 0
         limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either

@@ -1,14 +1,13 @@
 """Optional re-decodes (partials) on their own thread, so finals never wait behind them.
 
-The default model decodes a clip in one blocking call that costs about 0.35-1 s for the
-1-4 s open line of a sentence (measured on the 2-core development machine: ~50 ms encoder
-plus 30-60 ms per generated token; the runtime always decodes from the first token). On
-the engine thread that call delayed everything behind it: the VAD pass that completes
-lines, the final decode, the other source. Here a :class:`PartialWorker` runs those
-re-decodes on a second thread with its own loaded model (two loaded models decode in
-parallel on two cores: 8 decodes in 0.64 s against 0.56 s for 4 on one; one model shared
-by two threads serialises them), at a lower CPU priority (``nice`` +``NICE``, Linux) so
-that when the CPU is short the engine thread's required work wins.
+The default model decodes a clip in one blocking call (about 0.1-0.3 s for the 1-4 s open
+line of a sentence on the 2-core development machine: ~50 ms encoder plus ~8 ms per
+generated token, ``bench/results/default_model_20min.json``). On the engine thread that call
+would delay everything behind it: the VAD that completes lines, the final decode, the other
+source. Here a :class:`PartialWorker` runs those re-decodes on a second thread, sharing the
+process's one loaded model (ONNX Runtime sessions run concurrent calls; each call has its
+own state), at a lower CPU priority (``nice`` +``NICE``, Linux) so that when the CPU is
+short the engine thread's required work wins.
 
 One re-decode runs at a time (a second would only compete with the first); a session
 submits a job, keeps stepping, and collects the text on a later step with :meth:`poll`.
@@ -69,7 +68,8 @@ class PartialWorker:
 
     Args:
         decode: ``decode(clip [n] float32) -> str``; called on the worker thread only
-            (it may use its own loaded model without locking).
+            (it must be safe to call next to the caller's own decodes: the default
+            model's is).
         threaded: False runs each job synchronously inside :meth:`submit`.
         name: the thread's name (seen in the benchmark's per-thread CPU times).
     """

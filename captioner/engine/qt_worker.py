@@ -363,7 +363,11 @@ class EngineWorker(QObject):
         what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
         emit(self.progress, f"Loading {what}…", -1)
         try:
-            self.backend = self.backend_factory(config)
+            # the default model's one-time preparation reports to the model panel (no onnxruntime import here)
+            from captioner.asr.moonshine_prepare import progress_to
+
+            with progress_to(lambda message, percent: emit(self.progress, message, percent)):
+                self.backend = self.backend_factory(config)
         except Exception as exc:  # noqa: BLE001
             self.backend = None
             self._fail(exc, "load")

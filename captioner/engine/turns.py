@@ -59,23 +59,19 @@ Nothing is downloaded.
 from __future__ import annotations
 
 import logging
-import re
-import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable
 
 import numpy as np
 
+from captioner.asr.vad import MODEL_RATE, VAD_WINDOW, EnergyVad, SileroVad
+from captioner.engine.turn_models import SmartTurn, TurnModels, load_models, unavailable_message
+from captioner.engine.turn_text import UNFINISHED_WORDS, combine, text_unfinished
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VoiceActivity
 
 log = logging.getLogger(__name__)
 
-#: Rate the VAD and the classifier take (Hz).
-MODEL_RATE = 16000
-#: Samples per Silero window at 16 kHz (32 ms) and the context it prepends.
-VAD_WINDOW = 512
-VAD_CONTEXT = 64
 #: VAD speech probability that starts speech, and the lower one that ends it (hysteresis).
 SPEECH_ON = 0.5
 SPEECH_OFF = 0.35
@@ -89,65 +85,6 @@ POST_SPEECH_S = 0.2
 MAX_TURN_AUDIO_S = 8.0
 #: Stream seconds between VoiceActivity reports while nothing changes.
 ACTIVITY_INTERVAL_S = 0.5
-
-#: Last words that leave a clause unfinished (English; lower case).
-UNFINISHED_WORDS = frozenset(
-    """
-    and or but nor because since although though unless whether if while whereas that which who whom whose
-    where the a an my your our their his her its this these those every each some any no
-    to of in on at for with from by about into onto than as via between through over under after before
-    without within during toward towards per
-    should would could must might shall is are was were been being
-    um uh er erm uhm hmm
-    """.split()
-)
-_WORD = re.compile(r"[\w']+", re.UNICODE)
-_UNFINISHED_END = ",;:-–—…"
-
-
-def text_unfinished(text: str) -> bool:
-    """True when ``text`` ends in an unfinished clause.
-
-    A trailing comma/dash/ellipsis, or a last word from :data:`UNFINISHED_WORDS`
-    ("So I think we should." -- the period a line model adds does not count).
-
-    Args:
-        text: the turn's text so far (any case, any punctuation).
-    """
-    body = text.strip()
-    if not body:
-        return False
-    stripped = body.rstrip(".!?。！？\"'”’) ")
-    if stripped and stripped[-1] in _UNFINISHED_END:
-        return True
-    if body.endswith("..."):
-        return True
-    words = _WORD.findall(stripped.lower())
-    return bool(words) and words[-1] in UNFINISHED_WORDS
-
-
-#: Share of the classifier's "not finished" probability that a finished-looking text removes.
-TEXT_FINISHED_WEIGHT = 0.2
-
-
-def combine(probability: float, text: str) -> float:
-    """End-of-turn score from the classifier's ``probability`` and the turn's ``text``.
-
-    * unfinished text (:func:`text_unfinished`): at most half the probability -- a
-      clause cut by a thinking pause is not a turn end, whatever the intonation says;
-    * text that ends in a finished-looking clause: ``1 - (1 - p) * 0.8`` (the classifier
-      is unsure on synthetic or flat speech; the words tip it);
-    * no text yet: the probability unchanged.
-
-    Returns:
-        A score in [0, 1] compared with :attr:`TurnSettings.threshold`.
-    """
-    p = min(1.0, max(0.0, float(probability)))
-    if not text.strip():
-        return p
-    if text_unfinished(text):
-        return 0.5 * p
-    return 1.0 - (1.0 - p) * (1.0 - TEXT_FINISHED_WEIGHT)
 
 
 @dataclass(frozen=True)
@@ -180,191 +117,6 @@ class TurnSettings:
         if not 0 < self.pause_s:
             raise ValueError(f"pause_s must be > 0, got {self.pause_s}")
 
-
-class SpeechProbability(Protocol):
-    """A streaming VAD: ``window`` ([512] float32 at 16 kHz) -> speech probability 0..1."""
-
-    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]: ...
-
-
-class EndOfTurnModel(Protocol):
-    """An end-of-turn classifier: ``audio`` ([n] float32, 16 kHz, <= 8 s) -> P(turn complete)."""
-
-    def __call__(self, audio: np.ndarray) -> float: ...
-
-
-# -- models ------------------------------------------------------------------------------------------
-def _quiet_pipecat() -> None:
-    try:
-        from loguru import logger
-
-        logger.disable("pipecat")  # pipecat logs a banner and every load at import/construct time
-    except ImportError:
-        pass
-
-
-def pipecat_file(*parts: str) -> str:
-    """Path of a data file inside the installed ``pipecat-ai`` wheel (nothing is imported).
-
-    Raises:
-        ImportError: pipecat-ai is not installed.
-        FileNotFoundError: the file is missing from it.
-    """
-    import importlib.util
-    import os
-
-    spec = importlib.util.find_spec("pipecat")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("pipecat-ai is not installed")
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} is missing; reinstall pipecat-ai")
-    return path
-
-
-def silero_model_path() -> str:
-    """``pipecat/audio/vad/data/silero_vad.onnx`` (2.3 MB) in the pipecat-ai wheel."""
-    return pipecat_file("audio", "vad", "data", "silero_vad.onnx")
-
-
-def smart_turn_model_path() -> str:
-    """``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) in the pipecat-ai wheel."""
-    return pipecat_file("audio", "turn", "smart_turn", "data", "smart-turn-v3.2-cpu.onnx")
-
-
-class SileroVad:
-    """Silero VAD (the ``pipecat-ai`` wheel's ONNX file) on onnxruntime, one thread.
-
-    The ONNX session is shared; each stream keeps its own recurrent state, passed in
-    and returned by :meth:`__call__`.
-
-    Args:
-        path: the ONNX file; default :func:`silero_model_path`.
-    """
-
-    def __init__(self, path: str | None = None) -> None:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.inter_op_num_threads = 1
-        opts.intra_op_num_threads = 1
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(path or silero_model_path(), sess_options=opts,
-                                            providers=["CPUExecutionProvider"])
-        self._sr = np.array(MODEL_RATE, dtype=np.int64)
-
-    @staticmethod
-    def initial_state() -> tuple[np.ndarray, np.ndarray]:
-        """Fresh ``(rnn state [2, 1, 128], context [1, 64])`` float32 arrays."""
-        return np.zeros((2, 1, 128), np.float32), np.zeros((1, VAD_CONTEXT), np.float32)
-
-    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]:
-        """Speech probability of one ``[512]`` float32 window; returns ``(p, new state)``."""
-        rnn, ctx = state if state is not None else self.initial_state()
-        x = np.concatenate([ctx, window.reshape(1, -1).astype(np.float32, copy=False)], axis=1)
-        out, rnn = self.session.run(None, {"input": x, "state": rnn, "sr": self._sr})
-        return float(out[0, 0]), (rnn, x[:, -VAD_CONTEXT:])
-
-
-class EnergyVad:
-    """Fallback VAD when Silero is unavailable: RMS level above ``on_dbfs`` counts as speech.
-
-    Args:
-        on_dbfs: RMS level (dBFS) mapped to probability 0.5; 10 dB above it -> ~1.
-    """
-
-    def __init__(self, on_dbfs: float = -42.0) -> None:
-        self.on_dbfs = float(on_dbfs)
-
-    @staticmethod
-    def initial_state() -> None:
-        return None
-
-    def __call__(self, window: np.ndarray, state: Any) -> tuple[float, Any]:
-        rms = float(np.sqrt(np.mean(np.square(window, dtype=np.float64)))) if len(window) else 0.0
-        db = 20.0 * np.log10(max(rms, 1e-9))
-        return float(1.0 / (1.0 + np.exp(-(db - self.on_dbfs) / 2.5))), None
-
-
-class SmartTurn:
-    """smart-turn v3.2 through pipecat's ``LocalSmartTurnAnalyzerV3`` (bundled CPU model, one thread).
-
-    Only its feature extraction and ONNX call (``_predict_endpoint``) are used; see the
-    module docstring for why its wall-clock buffering is not.
-    """
-
-    def __init__(self) -> None:
-        _quiet_pipecat()
-        from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
-
-        self.analyzer = LocalSmartTurnAnalyzerV3(smart_turn_model_path=smart_turn_model_path(), cpu_count=1,
-                                                 sample_rate=MODEL_RATE)
-        self._lock = threading.Lock()  # one call at a time per loaded model (sessions share it)
-        self.last_ms = 0.0
-
-    def __call__(self, audio: np.ndarray) -> float:
-        """P(turn complete) for ``audio`` ([n] float32 in [-1, 1] at 16 kHz, the last <= 8 s count)."""
-        with self._lock:
-            t0 = time.perf_counter()
-            result = self.analyzer._predict_endpoint(np.ascontiguousarray(audio, dtype=np.float32))
-            self.last_ms = 1000.0 * (time.perf_counter() - t0)
-        return float(result["probability"])
-
-
-@dataclass
-class TurnModels:
-    """The loaded models a detector uses (shared by every session of a process).
-
-    Attributes:
-        vad: a :class:`SpeechProbability` (Silero, or the energy fallback).
-        classifier: an :class:`EndOfTurnModel`, or ``None`` (silence-based turns).
-        problem: why a model is missing ("" when both loaded): told to the user once.
-    """
-
-    vad: Any
-    classifier: Any
-    problem: str = ""
-
-
-_models: dict[bool, TurnModels] = {}
-_models_lock = threading.Lock()
-
-
-def load_models(semantic: bool = True) -> TurnModels:
-    """Load (once per process) Silero VAD and, with ``semantic``, smart-turn; never raises.
-
-    Returns:
-        The models; on a failure the fallback (energy VAD and/or no classifier) with
-        the reason in :attr:`TurnModels.problem`.
-    """
-    with _models_lock:
-        if semantic in _models:
-            return _models[semantic]
-        problems = []
-        try:
-            vad: Any = SileroVad()
-        except Exception as exc:  # noqa: BLE001 - missing package, corrupt file, old onnxruntime
-            log.warning("Silero VAD unavailable: %s", exc)
-            problems.append(f"voice detector: {exc}")
-            vad = EnergyVad()
-        classifier = None
-        if semantic:
-            try:
-                classifier = SmartTurn()
-            except Exception as exc:  # noqa: BLE001
-                log.warning("smart-turn unavailable: %s", exc)
-                problems.append(f"end-of-turn model: {exc}")
-        _models[semantic] = TurnModels(vad, classifier, "; ".join(problems))
-        return _models[semantic]
-
-
-def unavailable_message(problem: str, silence_s: float) -> str:
-    """What to tell the user when the turn models could not load."""
-    return (
-        f"Semantic end-of-turn detection is unavailable ({problem}); turns end after {silence_s:g} s of "
-        "silence instead. Reinstall captioner's dependencies (pip install --no-deps pipecat-ai onnxruntime "
-        "loguru pydantic) to get it back."
-    )
 
 
 # -- the detector ---------------------------------------------------------------------------------------
@@ -656,4 +408,6 @@ __all__ = [
     "HeadActivity",
     "load_models",
     "text_unfinished",
+    "unavailable_message",
 ]
+

@@ -1,0 +1,185 @@
+"""Moonshine base-en on ONNX Runtime: encoder once per clip, greedy decoding with the KV cache.
+
+One :class:`MoonshineModel` per process is shared by every caller (the finals on the engine
+thread, the partials on their own thread, every source): ONNX Runtime sessions allow
+concurrent ``Run`` calls, and each :meth:`MoonshineModel.transcribe` keeps its state (I/O
+binding, cache) to itself.
+
+Graphs (prepared by :mod:`captioner.asr.moonshine_prepare`; DESIGN section 4):
+
+* encoder: ``input_values [B, samples] float32`` (16 kHz, [-1, 1]) ->
+  ``last_hidden_state [B, T, 416]`` (T ~ 41 frames per second of audio);
+* merged decoder: ``input_ids [B, 1] int64``, ``encoder_hidden_states [B, T, 416]``,
+  ``past_key_values.{0..7}.{decoder,encoder}.{key,value} [B, 8, L, 52]``,
+  ``use_cache_branch [1] bool`` -> ``logits [B, 1, 32768]`` and the ``present.*`` caches.
+  The first step (no cache) computes the cross-attention keys/values from the encoder
+  output; later steps reuse them and grow the self-attention cache by one position.
+
+Each step binds the previous step's ``present`` outputs as the next ``past`` inputs in
+place (``IOBinding`` with ORT-owned ``OrtValue`` s), so no cache array is copied through
+numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end token or
+after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from captioner.asr.base import BackendError
+from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
+from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
+
+#: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
+#: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
+TOKENS_PER_S = 6.5
+#: Smallest token budget of a clip (a very short clip still reads a word or two).
+MIN_TOKENS = 6
+LAYERS, HEADS, HEAD_DIM = 8, 8, 52
+SAMPLE_RATE = 16000
+
+
+def session_options():
+    """ONNX Runtime options of both graphs: one intra-op thread, no inter-op pool.
+
+    One thread: the pool bought nothing on 2 cores and spun the second one; the finals
+    and the partials each run on their own thread instead. Prepacking off: it keeps a
+    second, packed copy of every MatMul weight (~55 MB; measured step time within noise).
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    opts.add_session_config_entry("session.disable_prepacking", "1")
+    return opts
+
+
+class MoonshineModel:
+    """The loaded encoder, merged decoder and tokenizer of one model folder.
+
+    Args:
+        model_dir: folder with ``encoder_model.ort``, ``decoder_model_merged.ort`` and
+            ``tokenizer.bin`` (the shipped files).
+        cache_root: where the prepared copy is cached (default: the user cache folder).
+        progress: ``progress(message, percent)`` while the model is prepared (first use).
+        prepared: an already prepared model (skips :func:`prepare`; tests).
+
+    Raises:
+        BackendError: files missing or unreadable, or ONNX Runtime cannot load them.
+    """
+
+    def __init__(self, model_dir: str | os.PathLike, *, cache_root: str | os.PathLike | None = None,
+                 progress: Progress | None = None, prepared: PreparedModel | None = None) -> None:
+        import onnxruntime as ort
+
+        self.model_dir = Path(model_dir)
+        try:
+            self.tokenizer = Tokenizer(self.model_dir / "tokenizer.bin")
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"Cannot read the default model's tokenizer ({exc})") from exc
+        self.prepared = prepared or prepare(self.model_dir, cache_root, progress)
+        try:
+            self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
+                                                providers=["CPUExecutionProvider"])
+            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(),
+                                                providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise BackendError(f"Could not load the prepared default model ({exc})") from exc
+        self._past = [f"past_key_values.{i}.{kind}.{kv}" for i in range(LAYERS)
+                      for kind in ("decoder", "encoder") for kv in ("key", "value")]
+        self._outputs = [o.name for o in self.decoder.get_outputs()]
+        self._empty = np.zeros((1, HEADS, 0, HEAD_DIM), np.float32)
+
+    def encode(self, audio: np.ndarray) -> np.ndarray:
+        """``[n] float32`` 16 kHz samples -> ``[1, T, 416] float32`` encoder states.
+
+        Raises:
+            BackendError: ONNX Runtime failed (e.g. a clip too short for the encoder).
+        """
+        x = np.ascontiguousarray(audio, dtype=np.float32).reshape(1, -1)
+        try:
+            return self.encoder.run(None, {"input_values": x})[0]
+        except Exception as exc:
+            raise BackendError(f"default model encoder failed ({exc})") from exc
+
+    def max_tokens(self, n_samples: int) -> int:
+        """Token budget of a clip of ``n_samples`` samples (:data:`TOKENS_PER_S`)."""
+        return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
+
+    def generate(self, audio: np.ndarray, max_tokens: int | None = None) -> list[int]:
+        """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        if len(audio) < SAMPLE_RATE // 10:  # under 0.1 s: nothing the encoder can read
+            return []
+        hidden = self.encode(audio)
+        budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
+        return self.decode(hidden, budget)
+
+    def decode(self, hidden: np.ndarray, max_tokens: int) -> list[int]:
+        """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        try:
+            binding = self.decoder.io_binding()
+            ids = np.array([[START]], np.int64)
+            flag = np.array([False])
+            binding.bind_cpu_input("encoder_hidden_states", hidden)
+            for name in self._past:
+                binding.bind_cpu_input(name, self._empty)
+            tokens: list[int] = []
+            for step in range(max_tokens):
+                for name in self._outputs:  # fresh outputs each step (their shapes change)
+                    binding.bind_output(name, "cpu")
+                binding.bind_cpu_input("input_ids", ids)
+                binding.bind_cpu_input("use_cache_branch", flag)
+                self.decoder.run_with_iobinding(binding)
+                outs = binding.get_outputs()
+                token = int(np.argmax(outs[0].numpy()[0, -1]))
+                if token == END:
+                    break
+                tokens.append(token)
+                ids[0, 0] = token
+                if step == 0:
+                    flag[0] = True
+                for name, value in zip(self._outputs[1:], outs[1:]):
+                    if step == 0 or ".decoder." in name:  # cross-attention cache: from step 0 only
+                        binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
+            return tokens
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def transcribe(self, audio: np.ndarray) -> str:
+        """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s).
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        return self.tokenizer.decode(self.generate(audio))
+
+
+_SHARED: dict[tuple, MoonshineModel] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_model(model_dir: str | os.PathLike, progress: Progress | None = None) -> MoonshineModel:
+    """The process's one :class:`MoonshineModel` of ``model_dir`` (loaded on first use).
+
+    Raises:
+        BackendError: as :class:`MoonshineModel`.
+    """
+    key = (str(Path(model_dir).resolve()),)
+    with _SHARED_LOCK:  # two backends loading at once share one load
+        model = _SHARED.get(key)
+        if model is None:
+            model = _SHARED[key] = MoonshineModel(model_dir, progress=progress)
+        return model

@@ -1,0 +1,126 @@
+"""The models a turn detector uses, loaded once per process: Silero VAD and smart-turn v3.2.
+
+See :mod:`captioner.engine.turns` for the dependency choice (both ship inside the
+``pipecat-ai`` wheel) and the measured costs. :func:`load_models` never raises: a missing
+model falls back (energy VAD, silence-based turns) with the reason in
+:attr:`TurnModels.problem`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from captioner.asr.vad import MODEL_RATE, EnergyVad, SileroVad, pipecat_file
+
+log = logging.getLogger(__name__)
+
+
+class EndOfTurnModel(Protocol):
+    """An end-of-turn classifier: ``audio`` ([n] float32, 16 kHz, <= 8 s) -> P(turn complete)."""
+
+    def __call__(self, audio: np.ndarray) -> float: ...
+
+
+
+def _quiet_pipecat() -> None:
+    try:
+        from loguru import logger
+
+        logger.disable("pipecat")  # pipecat logs a banner and every load at import/construct time
+    except ImportError:
+        pass
+
+
+
+def smart_turn_model_path() -> str:
+    """``pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx`` (8.7 MB) in the pipecat-ai wheel."""
+    return pipecat_file("audio", "turn", "smart_turn", "data", "smart-turn-v3.2-cpu.onnx")
+
+
+
+class SmartTurn:
+    """smart-turn v3.2 through pipecat's ``LocalSmartTurnAnalyzerV3`` (bundled CPU model, one thread).
+
+    Only its feature extraction and ONNX call (``_predict_endpoint``) are used; see the
+    module docstring for why its wall-clock buffering is not.
+    """
+
+    def __init__(self) -> None:
+        _quiet_pipecat()
+        from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+
+        self.analyzer = LocalSmartTurnAnalyzerV3(smart_turn_model_path=smart_turn_model_path(), cpu_count=1,
+                                                 sample_rate=MODEL_RATE)
+        self._lock = threading.Lock()  # one call at a time per loaded model (sessions share it)
+        self.last_ms = 0.0
+
+    def __call__(self, audio: np.ndarray) -> float:
+        """P(turn complete) for ``audio`` ([n] float32 in [-1, 1] at 16 kHz, the last <= 8 s count)."""
+        with self._lock:
+            t0 = time.perf_counter()
+            result = self.analyzer._predict_endpoint(np.ascontiguousarray(audio, dtype=np.float32))
+            self.last_ms = 1000.0 * (time.perf_counter() - t0)
+        return float(result["probability"])
+
+
+@dataclass
+class TurnModels:
+    """The loaded models a detector uses (shared by every session of a process).
+
+    Attributes:
+        vad: a :class:`SpeechProbability` (Silero, or the energy fallback).
+        classifier: an :class:`EndOfTurnModel`, or ``None`` (silence-based turns).
+        problem: why a model is missing ("" when both loaded): told to the user once.
+    """
+
+    vad: Any
+    classifier: Any
+    problem: str = ""
+
+
+_models: dict[bool, TurnModels] = {}
+_models_lock = threading.Lock()
+
+
+def load_models(semantic: bool = True) -> TurnModels:
+    """Load (once per process) Silero VAD and, with ``semantic``, smart-turn; never raises.
+
+    Returns:
+        The models; on a failure the fallback (energy VAD and/or no classifier) with
+        the reason in :attr:`TurnModels.problem`.
+    """
+    with _models_lock:
+        if semantic in _models:
+            return _models[semantic]
+        problems = []
+        try:
+            vad: Any = SileroVad()
+        except Exception as exc:  # noqa: BLE001 - missing package, corrupt file, old onnxruntime
+            log.warning("Silero VAD unavailable: %s", exc)
+            problems.append(f"voice detector: {exc}")
+            vad = EnergyVad()
+        classifier = None
+        if semantic:
+            try:
+                classifier = SmartTurn()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("smart-turn unavailable: %s", exc)
+                problems.append(f"end-of-turn model: {exc}")
+        _models[semantic] = TurnModels(vad, classifier, "; ".join(problems))
+        return _models[semantic]
+
+
+def unavailable_message(problem: str, silence_s: float) -> str:
+    """What to tell the user when the turn models could not load."""
+    return (
+        f"Semantic end-of-turn detection is unavailable ({problem}); turns end after {silence_s:g} s of "
+        "silence instead. Reinstall captioner's dependencies (pip install --no-deps pipecat-ai onnxruntime "
+        "loguru pydantic) to get it back."
+    )
+
