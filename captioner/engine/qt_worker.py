@@ -26,7 +26,7 @@ from typing import Any, Callable, Protocol, Sequence
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from captioner.engine.qt_emit import emit
-from captioner.engine.stopping import FLUSH_S, StopOutcome, stop_within
+from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 
 #: Engine states, in the order a run goes through them.
@@ -257,7 +257,7 @@ class EngineWorker(QObject):
         self._cancel = threading.Event()
         self._watch: QTimer | None = None
         self._kinds: tuple[str, ...] = ()  # source kinds of the current run, for error advice
-        self._run = _Run()  # the current run's event gate
+        self._run = EventGate()  # the current run's events pass until its stop
         self._left_behind: Pipeline | None = None  # a run whose model call outlived its bounded stop
 
     # -- thread-safe requests ------------------------------------------------------------------
@@ -302,8 +302,8 @@ class EngineWorker(QObject):
             return
         try:
             extra = {"turns": config.turns} if config.turns is not None else {}
-            self._run = _Run()
-            self._pipeline = self.pipeline_factory(self.backend, sources, self._run.gate(self._on_event), **extra)
+            self._run = EventGate()
+            self._pipeline = self.pipeline_factory(self.backend, sources, self._run.wrap(self._on_event), **extra)
             self._pipeline.start()
         except Exception as exc:  # noqa: BLE001
             self._pipeline = None
@@ -340,6 +340,7 @@ class EngineWorker(QObject):
             outcome = (stop_within(pipeline) if drain  # without drain: no queue to tell about
                        else StopOutcome(True, 0.0, pipeline.stop(drain=False, timeout=FLUSH_S)))
         except Exception as exc:  # noqa: BLE001
+            self._run.close()
             msg, code = describe_error(exc, "stop")
             emit(self.error, msg, code)
         else:
@@ -437,33 +438,6 @@ class EngineWorker(QObject):
                 msg, code = describe_error(err, "run", self._kinds)
                 emit(self.error, msg, code)
             emit(self.stopped)
-
-
-class _Run:
-    """One run's event gate: events pass until :meth:`close`, never after it (thread-safe).
-
-    A model call left running by a bounded stop may deliver text later; closing the gate
-    before ``stopped()`` keeps it out of the finished transcript and the next run.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._open = True
-
-    def gate(self, on_event: Callable[[Event], None]) -> Callable[[Event], None]:
-        """``on_event`` called only while the gate is open."""
-
-        def gated(ev: Event) -> None:
-            with self._lock:
-                if self._open:
-                    on_event(ev)
-
-        return gated
-
-    def close(self) -> None:
-        """No more events; returns after any event being delivered is through."""
-        with self._lock:
-            self._open = False
 
 
 class EngineController(QObject):

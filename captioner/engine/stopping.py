@@ -12,8 +12,9 @@ later.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 #: Seconds to decode the audio still queued at Stop (listen measured 1.67-1.73 s to exit
 #: with a hung model at 1.0 s, 1.82-1.97 s at 1.2 s, interpreter exit included)...
@@ -79,3 +80,31 @@ def stop_within(live: Stoppable, on_skip: Callable[[float], None] | None = None,
     if on_skip is not None:
         on_skip(skipped)
     return StopOutcome(False, skipped, live.stop(drain=False, timeout=flush_s))
+
+
+class EventGate:
+    """One run's events pass until :meth:`close`, never after it (thread-safe).
+
+    A model call left running by a bounded stop may deliver text later; closing the gate
+    before telling the run has stopped keeps that text out of the finished transcript
+    and out of the next run.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = True
+
+    def wrap(self, on_event: Callable[[Any], None]) -> Callable[[Any], None]:
+        """``on_event``, called only while the gate is open."""
+
+        def gated(ev: Any) -> None:
+            with self._lock:
+                if self._open:
+                    on_event(ev)
+
+        return gated
+
+    def close(self) -> None:
+        """Let nothing more through; returns once an event being delivered is through."""
+        with self._lock:
+            self._open = False
