@@ -38,6 +38,7 @@ from captioner.commands.backend_options import (
     text_mask,
     turn_settings,
 )
+from captioner.engine.stopping import DRAIN_S, FLUSH_S, stop_within  # noqa: F401 - DRAIN_S/FLUSH_S: listen's bound
 from captioner.events import Event, Notice, TextDelta
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.writers import (
@@ -219,27 +220,20 @@ class _StopRequests:
         self._previous.clear()
 
 
-#: Ctrl-C returns within 2 s whatever the model does (DESIGN): this long to decode the audio
-#: still queued...
-DRAIN_S = 1.0
-#: ...then this long for the sessions' last words with the rest of the queue skipped; after that
-#: the transcript is written with what was decoded (a model call still running is left behind).
-FLUSH_S = 0.5
-
-
 def _stop(live: Any, stops: _StopRequests, err: TextIO) -> None:
-    """Stop ``live`` within ``DRAIN_S + FLUSH_S`` seconds, draining what the time allows."""
+    """Stop ``live`` within ``DRAIN_S + FLUSH_S`` seconds (:func:`captioner.engine.stopping.stop_within`)."""
+
+    def skipping(seconds: float) -> None:
+        stops.impatient = False
+        print(f"stopping: the model is behind; {seconds:.1f} s of audio not decoded yet are skipped",
+              file=err, flush=True)
+
     stops.impatient = True
     try:
-        done = live.stop(drain=True, timeout=DRAIN_S)
-    except KeyboardInterrupt:  # a second Ctrl-C: skip the queued audio, still end the sessions
-        done = False
-    stops.impatient = False
-    if done:
-        return
-    print(f"stopping: the model is behind; {live.backlog_s():.1f} s of audio not decoded yet are skipped",
-          file=err, flush=True)
-    if not live.stop(drain=False, timeout=FLUSH_S):
+        outcome = stop_within(live, skipping)
+    finally:
+        stops.impatient = False
+    if not outcome.ended:
         print("captioner: warning: the model did not finish in time; the text decoded so far is written",
               file=err, flush=True)
 

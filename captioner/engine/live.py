@@ -74,6 +74,13 @@ log = logging.getLogger(__name__)
 #: Files played as fast as possible (``FileSource(realtime=False)``) are not held back.
 READ_INTERVAL_S = 0.05
 
+#: Most seconds of queued audio the decode thread hands a session per pass. A model that is
+#: behind used to get the whole backlog in one ``feed_many`` call, which a Stop could not cut
+#: short (a 10 s backlog at half real time held Stop for 5 s) and whose text came only at its
+#: end; in 0.2 s steps a stop is seen after at most 0.2 s of audio (two 100 ms chunks, one
+#: round of model calls each: batching across sources is unchanged).
+TAKE_S = 0.2
+
 
 @dataclasses.dataclass
 class _Lane:
@@ -348,7 +355,7 @@ class LiveCaptioner:
                 budget = getattr(self.backend, "budget", None)
                 if budget is not None:  # optional work (partials) is shed while behind
                     budget.report_backlog(max((self._backlog(lane) for lane in lanes), default=0.0))
-                rows = [(lane.session, x) for lane in lanes if (x := self._take(lane)) is not None]
+                rows = [(lane.session, x) for lane in lanes if (x := self._take(lane, TAKE_S)) is not None]
                 if rows:
                     self._emit_all(feed_many(rows))
                 for lane in lanes:
@@ -383,13 +390,20 @@ class LiveCaptioner:
             self._emit(Notice("Captioning stopped.", "info", "stopped"))
             self._done.set()
 
-    def _take(self, lane: _Lane):
-        parts = []
-        while lane.pending and not isinstance(lane.pending[0], _Gap):
+    def _take(self, lane: _Lane, most_s: float | None = None):
+        """The audio queued before the next gap, at most ``most_s`` seconds of it (None = all)."""
+        most = None if most_s is None else max(1, int(most_s * lane.source.target_rate))
+        parts, n = [], 0
+        while lane.pending and not isinstance(lane.pending[0], _Gap) and (most is None or n < most):
             try:
-                parts.append(lane.pending.popleft())
+                part = lane.pending.popleft()
             except IndexError:
                 break
+            if most is not None and n + len(part) > most:  # the rest stays first in the queue
+                lane.pending.appendleft(part[most - n:])
+                part = part[: most - n]
+            parts.append(part)
+            n += len(part)
         if not parts:
             return None
         x = parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -26,6 +26,7 @@ from typing import Any, Callable, Protocol, Sequence
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from captioner.engine.qt_emit import emit
+from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 
 #: Engine states, in the order a run goes through them.
@@ -87,7 +88,9 @@ class Pipeline(Protocol):
 
     def start(self) -> None: ...
 
-    def stop(self, drain: bool = True) -> None: ...
+    def stop(self, drain: bool = True, timeout: float | None = None) -> bool: ...
+
+    def backlog_s(self) -> float: ...
 
     @property
     def is_running(self) -> bool: ...
@@ -254,6 +257,8 @@ class EngineWorker(QObject):
         self._cancel = threading.Event()
         self._watch: QTimer | None = None
         self._kinds: tuple[str, ...] = ()  # source kinds of the current run, for error advice
+        self._run = EventGate()  # the current run's events pass until its stop
+        self._left_behind: Pipeline | None = None  # a run whose model call outlived its bounded stop
 
     # -- thread-safe requests ------------------------------------------------------------------
     def request_cancel(self) -> None:
@@ -297,7 +302,8 @@ class EngineWorker(QObject):
             return
         try:
             extra = {"turns": config.turns} if config.turns is not None else {}
-            self._pipeline = self.pipeline_factory(self.backend, sources, self._on_event, **extra)
+            self._run = EventGate()
+            self._pipeline = self.pipeline_factory(self.backend, sources, self._run.wrap(self._on_event), **extra)
             self._pipeline.start()
         except Exception as exc:  # noqa: BLE001
             self._pipeline = None
@@ -313,9 +319,13 @@ class EngineWorker(QObject):
 
     @Slot(bool)
     def stop(self, drain: bool = True) -> None:
-        """Stop captioning; with ``drain`` the queued audio is decoded and the model flushed.
+        """Stop captioning within 2 s; with ``drain`` the queued audio is decoded and the model
+        flushed as far as :func:`captioner.engine.stopping.stop_within` allows.
 
-        Every event the drain produces is emitted before :attr:`stopped`.
+        Every event the stop lets through is emitted before :attr:`stopped`; what was skipped
+        is told once (a ``stop_skipped`` warning notice). A model call that outlived the bound
+        is left on its daemon thread: its later events are dropped and its backend is not
+        reused (the next Start loads the model again) nor closed.
         """
         if self._watch is not None:
             self._watch.stop()
@@ -327,10 +337,18 @@ class EngineWorker(QObject):
             return
         self._set_state(STOPPING)
         try:
-            pipeline.stop(drain=drain)
+            outcome = (stop_within(pipeline) if drain  # without drain: no queue to tell about
+                       else StopOutcome(True, 0.0, pipeline.stop(drain=False, timeout=FLUSH_S)))
         except Exception as exc:  # noqa: BLE001
+            self._run.close()
             msg, code = describe_error(exc, "stop")
             emit(self.error, msg, code)
+        else:
+            self._run.close()  # nothing of this run after stopped()
+            if not outcome.ended:
+                self._left_behind = pipeline
+            if outcome.message():
+                self._on_event(Notice(outcome.message(), "warning", "stop_skipped"))
         self._set_state(IDLE)
         emit(self.stopped)
 
@@ -339,7 +357,7 @@ class EngineWorker(QObject):
         """Stop and release the backend (switching models or quitting)."""
         self.stop(True)
         backend, self.backend, self._backend_key = self.backend, None, None
-        if backend is not None:
+        if backend is not None and not self._model_busy():  # a hung call keeps it: leave it to its thread
             try:
                 backend.close()
             except Exception:  # noqa: BLE001 - closing must not fail the app
@@ -354,8 +372,16 @@ class EngineWorker(QObject):
             thread.quit()
 
     # -- internals -------------------------------------------------------------------------------
+    def _model_busy(self) -> bool:
+        """A model call of a run stopped by the bound is still running on the backend."""
+        if self._left_behind is not None and not self._left_behind.is_running:
+            self._left_behind = None
+        return self._left_behind is not None
+
     def _ensure_backend(self, config: EngineConfig) -> bool:
         key = config.backend_key()
+        if self._model_busy():  # still inside the call a Stop abandoned: load a fresh one
+            self.backend, self._backend_key, self._left_behind = None, None, None
         if self.backend is not None and self._backend_key == key:
             return True
         self.unload()

@@ -573,7 +573,7 @@ class MainWindow(QMainWindow):
         self.run_bar.set_busy(True)  # busy indicator while the model drains and files are flushed
         self.start_button.setEnabled(False)
         self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
-                                   "This can take a few seconds.", "info", "quitting")
+                                   "This takes a second or two.", "info", "quitting")
 
     def request_quit(self) -> bool:
         """The user asked to quit (Quit / Ctrl+Q, the tray, the title bar's close button).

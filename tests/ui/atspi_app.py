@@ -84,9 +84,13 @@ class ScriptedLive:
         self.fed_all.set()
         self._stop.wait()
 
-    def stop(self, drain: bool = True) -> None:
+    def stop(self, drain: bool = True, timeout: float | None = None) -> bool:
         self._stop.set()
         self._thread.join(10)
+        return True
+
+    def backlog_s(self) -> float:
+        return 0.0
 
 
 def main(argv: list[str]) -> int:

@@ -139,13 +139,17 @@ class FakeLive:
         self.fed_all.set()
         self._stop.wait()
 
-    def stop(self, drain: bool = True) -> None:
+    def stop(self, drain: bool = True, timeout: float | None = None) -> bool:
         self._stop.set()
         self._thread.join(10)
         if drain and self.error is None:
             for sess in self.sessions:
                 for ev in sess.end():
                     self.on_event(ev)
+        return True
+
+    def backlog_s(self) -> float:
+        return 0.0
 
 
 def fake_factories(audio_by_label: dict[str, np.ndarray], fail_at: int | None = None, load_error=None):
