@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+import x11_desktop  # tests/ui is on sys.path (pytest's rootdir insertion), as in test_overlay_x11.py
 
 from captioner.ui.global_shortcuts.keys import ComboError, parse, portal_trigger, windows_vk, x11_keysym_name
 
@@ -52,35 +53,19 @@ def _wait(predicate, timeout: float, what: str, poll=None):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-class Desktop:
-    """Xvfb + openbox + an xterm holding the focus."""
+class Desktop(x11_desktop.Desktop):
+    """Xvfb + openbox (started again if it exits at once, as it now and then does on a just-started
+    Xvfb: :meth:`tests.ui.x11_desktop.Desktop.start_openbox`) + an xterm holding the focus."""
 
     def __init__(self, tmp: Path) -> None:
-        self.procs: list[subprocess.Popen] = []
-        read, write = os.pipe()
-        xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                                pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(write)
-        self.procs.append(xvfb)
-        with os.fdopen(read) as f:
-            number = f.readline().strip()  # Xvfb writes the display number once it accepts clients
-        assert number, "Xvfb did not start"
-        self.display = f":{number}"
-        self.env = {**os.environ, "DISPLAY": self.display}
-        self.env.pop("WAYLAND_DISPLAY", None)
-        self.procs.append(subprocess.Popen(["openbox", "--sm-disable"], env=self.env,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        super().__init__(tmp)
         try:
-            _wait(self._wm_running, 30, "openbox")  # a loaded 2-core machine took over 10 s once
+            self.start_x()
+            self.display = self.env["DISPLAY"]
+            self.start_openbox()
         except BaseException:
             self.close()  # the fixture never yields: nothing else would end Xvfb and openbox
             raise
-
-    def _wm_running(self) -> bool:
-        """The window manager has announced itself on the root window (EWMH)."""
-        out = subprocess.run(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], env=self.env, capture_output=True,
-                             text=True, timeout=10)
-        return "window id" in out.stdout
 
     def xdotool(self, *args, check=True) -> str | None:
         out = subprocess.run(["xdotool", *args], env=self.env, capture_output=True, text=True, timeout=10)
@@ -100,16 +85,6 @@ class Desktop:
         wid = _wait(lambda: self.xdotool("search", "--name", f"^{title}$", check=False), 15, "the xterm window")
         self.xdotool("windowactivate", "--sync", wid.split()[0], check=False)
         _wait(lambda: self.focused_name() == title, 10, f"{title} to have the focus")
-
-    def close(self) -> None:
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
 
 
 class AppProcess:
