@@ -184,3 +184,16 @@ def test_a_short_word_at_the_very_end_of_the_input_is_read(backend, tmp_path):
         tight = audio[loud[0] : loud[-1] + 1]
         assert len(tight) < 0.5 * 16000  # one short word
         assert normalize_words(final_text(transcribe(backend, tight))) == word.lower()
+
+
+def test_hard_clipped_speech_keeps_its_first_sentence(backend, speech, tmp_path):
+    """Speech 20x over full scale, clipped flat (an overdriven microphone): the VAD opens the
+    first line 70 ms into loud sound, and Moonshine read that abrupt start as nothing at all
+    (the sentence was lost; with 0.1 s of silence before it, it reads)."""
+    from tests.speech import espeak
+
+    audio = load_audio(espeak("The quick brown fox jumps over the lazy dog. Please bring the charger tomorrow.",
+                              tmp_path / "q.wav", speed_wpm=175), 16000)
+    clipped = np.clip(audio * 20, -1, 1).astype(np.float32)
+    words = normalize_words(final_text(transcribe(backend, clipped))).split()
+    assert {"brown", "fox"} <= set(words) and words[-1] == "tomorrow", words

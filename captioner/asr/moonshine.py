@@ -53,6 +53,12 @@ PARTIAL_PAD_S = 0.2
 #: us", "No." as "Now, now, now,"; with 0.2 s appended "Yes.", "No.", "Okay.", and the
 #: 4.6 s and 1.6 s sentences ending 150 ms after their last word decode unchanged).
 END_PAD_S = PARTIAL_PAD_S
+#: A line of at least :data:`RETRY_MIN_S` that decodes to nothing is decoded once more with
+#: this much silence before it: Moonshine reads a clip that starts abruptly in loud sound as
+#: nothing (measured 2026-12-01: espeak-ng speech 20x over full scale, clipped flat, whose
+#: first line the VAD opened 70 ms into the sound: "" alone, the sentence with 0.1 s before it).
+RETRY_LEAD_S = 0.1
+RETRY_MIN_S = 1.0
 #: Words at the end of a partial re-decode that LocalAgreement never commits (see
 #: ``captioner.asr.agreement.MIN_CLIP_S`` for what protects the last words instead).
 HOLDBACK_WORDS = 0
@@ -248,6 +254,8 @@ class MoonshineBackend(Backend):
             if at_end:
                 clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
             text = self._decode_clip(clip)
+            if not text and len(clip) >= RETRY_MIN_S * sr:
+                text = self._decode_clip(np.concatenate([np.zeros(int(RETRY_LEAD_S * sr), np.float32), clip]))
             rest = state.agreement.finish(text)
             final = self._final(state, rest, start, end, line_start=not had) if rest else None
             if final is not None:
