@@ -31,3 +31,21 @@ def _map_source_tree_resources() -> None:
 
 
 _map_source_tree_resources()
+
+
+def _no_runtime_telemetry() -> None:
+    """Keep ONNX Runtime from collecting telemetry (DESIGN: no network at run time).
+
+    onnxruntime 1.32's Linux wheel logs events (process info, session creation) to a
+    SQLite queue under the user cache folder (``Microsoft/DeveloperTools/.onnxruntime``,
+    with a persistent device ID) for upload to ``mobile.events.data.microsoft.com``. Its
+    ``disable_telemetry_events()`` comes too late (the process event is logged when the
+    runtime starts); the ``ORT_DISABLE_TELEMETRY`` variable, read at start, stops all of
+    it. Set here, before anything imports onnxruntime; a value the user set is kept.
+    """
+    import os
+
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+
+_no_runtime_telemetry()

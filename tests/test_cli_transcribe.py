@@ -188,3 +188,20 @@ def test_file_transcription_decodes_each_line_once_and_realtime_keeps_partials(m
         bo.open_backend(args)
         assert seen[-1][0] == "default"
         assert seen[-1][1].get("partials") is partials
+
+
+def test_ctrl_c_while_the_model_loads_exits_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the default model's first-use preparation (several seconds inside
+    ONNX Runtime) raises KeyboardInterrupt out of open_backend: a clear line, exit 130."""
+    from captioner.commands import transcribe
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transcribe, "open_backend", interrupted)
+    audio = tmp_path / "a.wav"
+    sf.write(audio, np.zeros(1600, np.float32), 16000)
+    assert main(["transcribe", str(audio), "-o", str(tmp_path / "a.srt")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted before transcribing started" in err and "Traceback" not in err
+    assert not (tmp_path / "a.srt").exists()

@@ -118,9 +118,9 @@ def _line_bounds(backend, audios: list[np.ndarray]) -> list[list[tuple[int, int]
     bounds: dict[int, list] = {}
     lines = backend._lines
 
-    def spy(state, events):
+    def spy(state, events, **kw):
         bounds.setdefault(id(state.lines), []).extend((e.start, e.end) for e in events if e.end is not None)
-        return lines(state, events)
+        return lines(state, events, **kw)
 
     backend._lines = spy
     try:
@@ -171,3 +171,29 @@ def test_the_last_word_is_kept_at_the_end_of_a_file_and_at_stop(backend, tmp_pat
     for block in (1600, 1234):
         text = normalize_words(final_text(transcribe(backend, cut, block)))
         assert text.split()[-1] == "tomorrow", (block, text)
+
+
+def test_a_short_word_at_the_very_end_of_the_input_is_read(backend, tmp_path):
+    """A file (or a Stop) that ends right on a one-word line: the line has no trailing
+    silence, and Moonshine read a bare 0.3 s "Yes"/"No" as "us us us ..." / "Now, now, now,"."""
+    from tests.speech import espeak
+
+    for word in ("Yes", "No"):
+        audio = load_audio(espeak(f"{word}.", tmp_path / f"{word}.wav"), 16000)
+        loud = np.flatnonzero(np.abs(audio) > 1e-3)
+        tight = audio[loud[0] : loud[-1] + 1]
+        assert len(tight) < 0.5 * 16000  # one short word
+        assert normalize_words(final_text(transcribe(backend, tight))) == word.lower()
+
+
+def test_hard_clipped_speech_keeps_its_first_sentence(backend, speech, tmp_path):
+    """Speech 20x over full scale, clipped flat (an overdriven microphone): the VAD opens the
+    first line 70 ms into loud sound, and Moonshine read that abrupt start as nothing at all
+    (the sentence was lost; with 0.1 s of silence before it, it reads)."""
+    from tests.speech import espeak
+
+    audio = load_audio(espeak("The quick brown fox jumps over the lazy dog. Please bring the charger tomorrow.",
+                              tmp_path / "q.wav", speed_wpm=175), 16000)
+    clipped = np.clip(audio * 20, -1, 1).astype(np.float32)
+    words = normalize_words(final_text(transcribe(backend, clipped))).split()
+    assert {"brown", "fox"} <= set(words) and words[-1] == "tomorrow", words

@@ -47,6 +47,18 @@ if TYPE_CHECKING:  # the budget lives with the engine; the backend only consults
 #: with none a 1 s clip decoded as "Our next trainer to our next", with 0.2 s as "Our next
 #: training."; 0.6 s gave nothing for clips under ~1.5 s).
 PARTIAL_PAD_S = 0.2
+#: The same silence appended to the last line when the input ends (end of a file, Stop):
+#: a line the VAD closed already ends in ~0.3 s of silence, this one ends on the last
+#: sample (measured 2026-12-01: a bare 0.3 s espeak-ng "Yes." decoded as "us us us us us
+#: us", "No." as "Now, now, now,"; with 0.2 s appended "Yes.", "No.", "Okay.", and the
+#: 4.6 s and 1.6 s sentences ending 150 ms after their last word decode unchanged).
+END_PAD_S = PARTIAL_PAD_S
+#: A line of at least :data:`RETRY_MIN_S` that decodes to nothing is decoded once more with
+#: this much silence before it: Moonshine reads a clip that starts abruptly in loud sound as
+#: nothing (measured 2026-12-01: espeak-ng speech 20x over full scale, clipped flat, whose
+#: first line the VAD opened 70 ms into the sound: "" alone, the sentence with 0.1 s before it).
+RETRY_LEAD_S = 0.1
+RETRY_MIN_S = 1.0
 #: Words at the end of a partial re-decode that LocalAgreement never commits (see
 #: ``captioner.asr.agreement.MIN_CLIP_S`` for what protects the last words instead).
 HOLDBACK_WORDS = 0
@@ -224,8 +236,9 @@ class MoonshineBackend(Backend):
         state.last_final = text
         return TextDelta(lead + text, start, end, final=True)
 
-    def _lines(self, state: _LineState, events: list[LineEvent]) -> list[Event]:
-        """Turn the segmenter's line events into finals (decoding completed lines now)."""
+    def _lines(self, state: _LineState, events: list[LineEvent], at_end: bool = False) -> list[Event]:
+        """Turn the segmenter's line events into finals (decoding completed lines now);
+        ``at_end``: the input ended (the line is decoded with :data:`END_PAD_S` appended)."""
         out: list[Event] = []
         sr = self.sample_rate
         for ev in events:
@@ -237,7 +250,12 @@ class MoonshineBackend(Backend):
             self._worker.discard(state.key)  # a re-decode of this line is moot now
             start, end = ev.start / sr, ev.end / sr
             had = bool(state.agreement.committed)
-            text = self._decode_clip(self._clip(state, ev.start, ev.end))
+            clip = self._clip(state, ev.start, ev.end)
+            if at_end:
+                clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
+            text = self._decode_clip(clip)
+            if not text and len(clip) >= RETRY_MIN_S * sr:
+                text = self._decode_clip(np.concatenate([np.zeros(int(RETRY_LEAD_S * sr), np.float32), clip]))
             rest = state.agreement.finish(text)
             final = self._final(state, rest, start, end, line_start=not had) if rest else None
             if final is not None:
@@ -327,7 +345,7 @@ class MoonshineBackend(Backend):
                     state.total += len(real)
                     events += self._lines(state, state.lines.feed(real))
             if row.last:
-                events += self._lines(state, state.lines.finish())
+                events += self._lines(state, state.lines.finish(), at_end=True)
                 self.budget.forget(state.key)
                 self._worker.discard(state.key)
                 results.append(StepResult(None, events))

@@ -156,7 +156,11 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     if _complete(final):
         return PreparedModel(*_paths(final), final, False, time.perf_counter() - t0)
     report = progress or _sink.get() or _stderr
-    report("Preparing the built-in model (first use, about 10 s)…", 0)
+    if final.exists():
+        report(f"The prepared built-in model in {final} is incomplete or corrupt; preparing it again "
+               "(about 10 s)…", 0)
+    else:
+        report("Preparing the built-in model (first use, about 10 s)…", 0)
     try:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))

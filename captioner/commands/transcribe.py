@@ -216,6 +216,9 @@ def run(args: argparse.Namespace) -> int:
     except BackendError as exc:
         _error(str(exc))
         return 1
+    except KeyboardInterrupt:  # Ctrl-C while the model loads (first use: preparing it)
+        _error("interrupted before transcribing started; nothing was written")
+        return 130
     _notice(getattr(backend, "speed_notice", None))
     if os.path.getsize(args.audio) == 0:
         _error(f"{args.audio} is empty (0 bytes); it holds no audio")
