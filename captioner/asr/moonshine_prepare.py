@@ -60,7 +60,8 @@ from captioner.asr.base import BackendError
 RECIPE = "float-external-shared-embedding-1"
 #: The two graphs, by their file stem in the shipped model folder.
 GRAPHS = ("encoder_model", "decoder_model_merged")
-#: Progress callback: ``progress(message, percent)``; percent -1 while unknown.
+#: Progress callback: ``progress(message, percent)``; percent 0-100 for the steps of a build, -1 for a
+#: warning the user must see (the cache folder cannot be written: prepared in memory).
 Progress = Callable[[str, int], None]
 
 _warned_memory = False

@@ -392,7 +392,7 @@ class EngineWorker(QObject):
             # the default model's one-time preparation reports to the model panel (no onnxruntime import here)
             from captioner.asr.moonshine_prepare import progress_to
 
-            with progress_to(lambda message, percent: emit(self.progress, message, percent)):
+            with progress_to(self._preparation_progress):
                 self.backend = self.backend_factory(config)
         except Exception as exc:  # noqa: BLE001
             self.backend = None
@@ -409,6 +409,15 @@ class EngineWorker(QObject):
         emit(self.error, msg, code)
         self._set_state(IDLE)
         emit(self.stopped)
+
+    def _preparation_progress(self, message: str, percent: int) -> None:
+        """The default model's one-time preparation (:mod:`captioner.asr.moonshine_prepare`): its
+        steps go to the model panel; a warning (percent -1: the cache folder is read-only or full,
+        the model is prepared in memory) is also a Notice, so the messages panel keeps it where
+        the panel's next step would replace it within a second."""
+        emit(self.progress, message, percent)
+        if percent == -1:
+            emit(self.notice, Notice(message, "warning", "model_cache"))
 
     def _set_state(self, state: str) -> None:
         if state != self.state:

@@ -72,6 +72,35 @@ def test_load_error_is_reported_and_worker_stays_usable(qtbot, cleanup):
     qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
 
 
+def test_a_model_cache_warning_during_preparation_is_a_notice_not_only_a_passing_progress_line(qtbot, cleanup):
+    """A read-only or full cache folder: the preparation says so once (percent -1); the model panel's
+    next step replaced that line within a second, so it must also reach the messages panel."""
+    from captioner.asr import moonshine_prepare
+
+    ctl, record = _controller(qtbot, {"You": speech(["golf"])})
+    cleanup.append(ctl)
+    factory = ctl.worker.backend_factory
+
+    def preparing_factory(config):
+        report = moonshine_prepare._sink.get()  # what prepare() reports to inside the worker
+        report("Model cache folder /ro is not writable (Read-only file system); preparing in memory", -1)
+        report("Preparing the built-in model: decoder…", 55)
+        return factory(config)
+
+    ctl.worker.backend_factory = preparing_factory
+    notices, progress = [], []
+    ctl.notice.connect(notices.append)
+    ctl.progress.connect(lambda m, p: progress.append((m, p)))
+    with qtbot.waitSignal(ctl.started, timeout=5000):
+        ctl.start(EngineConfig(sources=(SourceSpec("file", "You"),)))
+    qtbot.waitUntil(lambda: bool(notices), timeout=5000)
+    assert [(n.code, n.severity) for n in notices] == [("model_cache", "warning")]
+    assert "not writable" in notices[0].message
+    assert ("Preparing the built-in model: decoder…", 55) in progress
+    with qtbot.waitSignal(ctl.stopped, timeout=5000):
+        ctl.stop()
+
+
 def test_runtime_error_ends_the_run_with_a_message(qtbot, cleanup):
     ctl, _ = _controller(qtbot, {"You": speech(WORDS)}, fail_at=5)
     cleanup.append(ctl)
