@@ -145,7 +145,6 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     Raises:
         BackendError: a source file is missing or ONNX Runtime cannot read it.
     """
-    global _warned_memory
     t0 = time.perf_counter()
     src = Path(src)
     try:
@@ -166,12 +165,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
     except OSError as exc:
-        if not _warned_memory:
-            _warned_memory = True
-            report(f"Model cache folder {root} is not writable ({exc.strerror or exc}); "
-                   "preparing the built-in model in memory for this run", -1)
-        enc, dec = (_build(src, stem, None, report, i) for i, stem in enumerate(GRAPHS))
-        return PreparedModel(enc, dec, None, True, time.perf_counter() - t0)
+        return _in_memory(src, report, t0, f"Model cache folder {root} is not writable ({exc.strerror or exc})")
     try:
         for i, stem in enumerate(GRAPHS):
             _build(src, stem, tmp, report, i)
@@ -182,17 +176,23 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
         _remove_stale(root, keep=final)
     except OSError as exc:  # disk full while writing: this run works from memory
         shutil.rmtree(tmp, ignore_errors=True)
-        if not _warned_memory:
-            _warned_memory = True
-            report(f"Could not write the model cache in {root} ({exc.strerror or exc}); "
-                   "preparing the built-in model in memory for this run", -1)
-        enc, dec = (_build(src, stem, None, report, i) for i, stem in enumerate(GRAPHS))
-        return PreparedModel(enc, dec, None, True, time.perf_counter() - t0)
+        return _in_memory(src, report, t0, f"Could not write the model cache in {root} ({exc.strerror or exc})")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     report("Built-in model prepared", 100)
     return PreparedModel(*_paths(final), final, True, time.perf_counter() - t0)
+
+
+def _in_memory(src: Path, report: Progress, t0: float, why: str) -> PreparedModel:
+    """Build both graphs in memory for this run (the cache folder cannot be written: ``why``); the
+    first time in a process the user is told so (percent -1, a warning)."""
+    global _warned_memory
+    if not _warned_memory:
+        _warned_memory = True
+        report(f"{why}; preparing the built-in model in memory for this run", -1)
+    enc, dec = (_build(src, stem, None, report, i) for i, stem in enumerate(GRAPHS))
+    return PreparedModel(enc, dec, None, True, time.perf_counter() - t0)
 
 
 # -- building ------------------------------------------------------------------------------------
