@@ -210,7 +210,7 @@ def recovery(args) -> int:
             vals = [r[key] for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
             if vals:
                 summary[f"{s}.{key}"] = {"median": round(float(np.median(vals)), 3), "max": round(max(vals), 3)}
-    print(json.dumps({"tree": os.path.abspath(args.tree) if args.tree else ROOT, "hold_s": args.hold,
+    print(json.dumps({"tree": args.tree or "this checkout", "hold_s": args.hold,
                       "repeat": args.repeat, "summary": summary, "runs": runs,
                       "note": "2 shared CPU cores; timings are noisy"}, indent=2))
     return 0
