@@ -64,8 +64,10 @@ def is_loopback(host: str) -> bool:
 def parse_bind(text: str | None) -> Bind:
     """``--serve-captions`` value: ``""``/None (default), ``PORT``, ``HOST``, ``HOST:PORT`` or ``[V6]:PORT``.
 
+    Port 0 picks any free port (the URL printed says which).
+
     Raises:
-        AddressError: not one of those forms, or the port is outside 1-65535.
+        AddressError: not one of those forms, or the port is outside 0-65535.
     """
     text = (text or "").strip()
     if not text:
@@ -79,8 +81,9 @@ def parse_bind(text: str | None) -> Bind:
     elif text.count(":") == 1:
         host, port = text.split(":")
     host = host or "0.0.0.0"
-    if not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise AddressError(f"the caption page's port must be a number from 1 to 65535, e.g. {DEFAULT_PORT}")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise AddressError(f"the caption page's port must be a number from 1 to 65535 (0: any free one), "
+                           f"e.g. {DEFAULT_PORT}")
     if host != "localhost":
         try:
             ipaddress.ip_address(host)

@@ -39,12 +39,28 @@ from captioner.events import TextDelta, TurnBoundary
 MAX_LOG_OPS = 400_000
 
 
+#: Characters of a line's end that the mask sees again with new text (whole words; the longest
+#: listed phrase is far shorter), so a long turn costs the same per delta as a short one.
+MASK_TAIL = 96
+
+
 @dataclass
 class _Line:
-    raw_final: str = ""
+    """A source's open line: its length, and the raw/shown text of its last words."""
+
+    length: int = 0  # characters of committed text the page has for this line
+    raw_tail: str = ""  # last words of the committed text, as the model wrote them
+    shown_tail: str = ""  # the same, as the page shows them (masked)
     raw_partial: str = ""
-    shown_final: str = ""  # what the page has for this line (masked)
     shown_partial: str = ""
+
+    def keep_tail(self) -> None:
+        """Drop all but the last :data:`MASK_TAIL` characters, cut at a space (never inside a word)."""
+        if len(self.raw_tail) > MASK_TAIL:
+            cut = self.raw_tail.find(" ", len(self.raw_tail) - MASK_TAIL)
+            if cut < 0:  # no space in the tail: no word is that long, so this is no word to mask
+                cut = len(self.raw_tail) - MASK_TAIL
+            self.raw_tail, self.shown_tail = self.raw_tail[cut:], self.shown_tail[cut:]
 
 
 @dataclass(frozen=True)
@@ -206,20 +222,24 @@ class CaptionHub:
             line = self._lines[ev.source] = _Line()
         ops: list[Op] = []
         if ev.final:
-            line.raw_final += ev.text.lstrip() if not line.raw_final else ev.text
-            line.raw_partial = ""
-            shown = self._shown(line.raw_final)
-            if len(shown) != len(line.raw_final):  # not length-preserving: never re-mask what was sent
-                shown = line.shown_final + self._shown(line.raw_final[len(line.shown_final):])
-            at = next((i for i, (a, b) in enumerate(zip(line.shown_final, shown)) if a != b),
-                      min(len(line.shown_final), len(shown)))
-            if shown != line.shown_final:
-                ops.append(self._op({"t": "final", "src": ev.source, "at": at, "text": shown[at:]}, True))
-                line.shown_final = shown
+            text = ev.text.lstrip() if not line.length else ev.text
+            raw = line.raw_tail + text
+            shown = self._shown(raw)
+            if len(shown) != len(raw):  # not length-preserving: never re-mask what was sent
+                shown = line.shown_tail + self._shown(text)
+            old = line.shown_tail
+            i = len(old) if self.mask is None else next(
+                (k for k, (a, b) in enumerate(zip(old, shown)) if a != b), min(len(old), len(shown)))
+            base = line.length - len(old)
+            line.raw_tail, line.shown_tail, line.raw_partial = raw, shown, ""
+            line.length = base + len(shown)
+            if shown != old:
+                ops.append(self._op({"t": "final", "src": ev.source, "at": base + i, "text": shown[i:]}, True))
+            line.keep_tail()
         else:
-            line.raw_partial = ev.text.lstrip() if not line.raw_final else ev.text
+            line.raw_partial = ev.text.lstrip() if not line.length else ev.text
         ops += self._partial(ev.source, line)
-        if not line.raw_final and not line.raw_partial:
+        if not line.length and not line.raw_partial:
             del self._lines[ev.source]
         return ops
 
@@ -227,8 +247,8 @@ class CaptionHub:
         if self.mask is None or not line.raw_partial:
             shown = line.raw_partial
         else:
-            both = self.mask(line.raw_final + line.raw_partial)
-            cut = len(line.raw_final)
+            both = self.mask(line.raw_tail + line.raw_partial)
+            cut = len(line.raw_tail)
             shown = both[cut:] if len(both) == cut + len(line.raw_partial) else self.mask(line.raw_partial)
         if shown == line.shown_partial:
             return []
@@ -237,7 +257,7 @@ class CaptionHub:
 
     def _turn(self, source: str) -> list[Op]:
         line = self._lines.get(source)
-        if line is None or not line.raw_final:
+        if line is None or not line.length:
             return []  # nothing committed: the boundary closes nothing (as the overlay)
         leftover = line.raw_partial.lstrip()
         del self._lines[source]

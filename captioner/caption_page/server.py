@@ -48,7 +48,10 @@ SEND_BUFFER = 64 * 1024
 KEEPALIVE_S = 15.0
 #: How long (ms) a browser waits before reconnecting after the stream broke.
 RETRY_MS = 1000
-STATIC = {"caption-page.js": "application/javascript", "caption-page.css": "text/css"}
+STATIC = {"caption-page.js": "application/javascript", "caption-page.css": "text/css",
+          "favicon.png": "image/png"}
+#: Resource file behind each static name (the favicon is the app icon).
+FILES = {"favicon.png": "io.github.captioner.Captioner-32.png"}
 PAGES = {"": ("caption-page.html", "captions"), "transcript": ("caption-transcript.html", "transcript")}
 CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self'; "
        # inline styles only so that OBS's "Custom CSS" box still works; the page never builds CSS from input
@@ -140,7 +143,7 @@ class CaptionServer:
                 another), or the address cannot be bound.
         """
         for name in [p[0] for p in PAGES.values()] + list(STATIC):
-            self._files[name] = resource(name)
+            self._files[name] = resource(FILES.get(name, name))
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(ready,), name="caption-page", daemon=True)
         self._thread.start()
@@ -275,7 +278,9 @@ class CaptionServer:
         from aiohttp import web
 
         name = request.path.rpartition("/")[2]
-        return web.Response(body=self._files[name], content_type=STATIC[name], charset="utf-8")
+        kind = STATIC[name]
+        return web.Response(body=self._files[name], content_type=kind,
+                            charset=None if kind.startswith("image/") else "utf-8")
 
     async def _events(self, request):
         from aiohttp import web
