@@ -33,10 +33,13 @@ from typing import Callable
 
 from captioner.events import TextDelta, TurnBoundary
 
-#: Finals and turns kept for late viewers and the transcript path (about 40 h of speech at
-#: ~3 ops per second; measured op rate of the default model on a lecture, 2026-12). Past it the
-#: oldest go and a viewer asking for them gets the session from the oldest kept op.
-MAX_LOG_OPS = 400_000
+#: Bytes of finals and turns (as sent) kept for late viewers and the transcript path: about 8 h
+#: of speech take 10 MB (~3 ops of ~110 bytes a second). Past it the oldest go, and a viewer
+#: asking for them gets the session from the oldest kept op.
+MAX_LOG_BYTES = 64 * 2**20
+#: Events waiting for the server's thread at most; past it :meth:`CaptionHub.publish` converts
+#: them itself (back-pressure instead of unbounded memory when the server thread cannot keep up).
+MAX_INBOX = 5000
 
 
 #: Characters of a line's end that the mask sees again with new text (whole words; the longest
@@ -63,19 +66,22 @@ class _Line:
             self.raw_tail, self.shown_tail = self.raw_tail[cut:], self.shown_tail[cut:]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     """One numbered operation.
 
     Attributes:
         seq: sequence number within the epoch (1, 2, ...).
-        data: the JSON-ready dict the page applies (``seq`` included).
-        wire: ``data`` encoded once as a Server-Sent Events message (``bytes``, UTF-8).
+        wire: the operation encoded once as a Server-Sent Events message (``bytes``, UTF-8 JSON).
     """
 
     seq: int
-    data: dict
     wire: bytes
+
+    @property
+    def data(self) -> dict:
+        """The JSON dict the page applies (``seq`` included)."""
+        return json.loads(self.wire.split(b"data: ", 1)[1])
 
 
 def sse_message(data: dict, event_id: str | None = None) -> bytes:
@@ -106,7 +112,10 @@ class CaptionHub:
     wake: Callable[[], None] | None = None
     listeners: list = field(default_factory=list)
     _inbox: collections.deque = field(default_factory=collections.deque, repr=False)
-    _log: collections.deque = field(default_factory=lambda: collections.deque(maxlen=MAX_LOG_OPS), repr=False)
+    _log: collections.deque = field(default_factory=collections.deque, repr=False)
+    _log_bytes: int = 0
+    _pending: list = field(default_factory=list, repr=False)  # converted, not yet delivered (None = reset)
+    _inbox_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _partials: dict = field(default_factory=dict, repr=False)  # source -> latest partial Op
     _lines: dict = field(default_factory=dict, repr=False)  # source -> its open _Line
     _seq: int = 0
@@ -122,8 +131,17 @@ class CaptionHub:
         """
         if not (isinstance(event, (TextDelta, TurnBoundary)) or event == "reset"):
             return
-        self._inbox.append(event)
-        if not self._wake_pending and self.wake is not None:
+        with self._inbox_lock:
+            last = self._inbox[-1] if self._inbox else None  # noqa: SIM108
+            if (isinstance(event, TextDelta) and not event.final and isinstance(last, TextDelta)
+                    and not last.final and last.source == event.source):
+                self._inbox[-1] = event  # a partial replaces the one still waiting: only the newest counts
+            else:
+                self._inbox.append(event)
+            full = len(self._inbox) > MAX_INBOX
+        if full:
+            self.drain(deliver=False)
+        elif not self._wake_pending and self.wake is not None:
             self._wake_pending = True
             try:
                 self.wake()
@@ -139,32 +157,50 @@ class CaptionHub:
         with self._lock:
             self.mask = mask
 
-    def drain(self) -> list[Op]:
-        """Turn the queued events into operations and hand them to the listeners.
+    def drain(self, deliver: bool = True) -> list[Op]:
+        """Turn the queued events into operations; with ``deliver``, hand every operation not yet
+        handed out to the listeners, in order.
 
-        Called on the server's thread (and by readers, so nothing waits for a server).
+        Only one thread delivers while a server runs: the server's (its ``wake`` and its
+        :meth:`since`). :meth:`publish` converts without delivering when the server falls behind.
 
         Returns:
-            the new operations (after a reset in the batch: those after the last reset).
+            the operations delivered now (after a reset: those after the last reset).
         """
         self._wake_pending = False
-        new: list[Op] = []
         with self._lock:
-            while self._inbox:
-                ev = self._inbox.popleft()
+            while True:
+                with self._inbox_lock:
+                    if not self._inbox:
+                        break
+                    ev = self._inbox.popleft()
                 if ev == "reset":
                     self._reset_locked()
-                    new = []
-                    for listener in list(self.listeners):
-                        listener(None)
+                    self._pending.append(None)
                 elif isinstance(ev, TextDelta):
-                    new += self._text(ev)
+                    self._pending += self._text(ev)
                 else:
-                    new += self._turn(ev.source)
-        if new:
+                    self._pending += self._turn(ev.source)
+            if not deliver:
+                return []
+            batch, self._pending = self._pending, []
+        delivered: list[Op] = []
+        run: list[Op] = []
+        for item in batch:
+            if item is None:  # a reset: what came before it first, then the reset
+                self._notify(run)
+                self._notify(None)
+                run, delivered = [], []
+            else:
+                run.append(item)
+                delivered.append(item)
+        self._notify(run)
+        return delivered
+
+    def _notify(self, ops: list[Op] | None) -> None:
+        if ops is None or ops:
             for listener in list(self.listeners):
-                listener(new)
-        return new
+                listener(ops)
 
     def since(self, epoch: str | None, seq: int) -> tuple[bool, list[Op]]:
         """What a viewer that applied ``(epoch, seq)`` has missed.
@@ -184,7 +220,7 @@ class CaptionHub:
             after = 0 if reset else seq
             ops = [op for op in self._log if op.seq > after] if after else list(self._log)
             ops += sorted((op for op in self._partials.values()  # an empty one clears a tail the viewer has
-                           if op.seq > after and (op.data["text"] or after)),
+                           if op.seq > after and (after or op.data["text"])),
                           key=lambda op: op.seq)
             return reset, ops
 
@@ -198,15 +234,19 @@ class CaptionHub:
         self.epoch = secrets.token_hex(4)
         self._seq = 0
         self._log.clear()
+        self._log_bytes = 0
         self._partials.clear()
         self._lines.clear()
 
     def _op(self, data: dict, keep: bool) -> Op:
         self._seq += 1
         data["seq"] = self._seq
-        op = Op(self._seq, data, sse_message(data, f"{self.epoch}.{self._seq}"))
+        op = Op(self._seq, sse_message(data, f"{self.epoch}.{self._seq}"))
         if keep:
             self._log.append(op)
+            self._log_bytes += len(op.wire)
+            while self._log_bytes > MAX_LOG_BYTES:
+                self._log_bytes -= len(self._log.popleft().wire)
         else:
             self._partials[data["src"]] = op
         return op
