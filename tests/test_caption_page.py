@@ -298,3 +298,20 @@ def test_listen_port_in_use_and_bad_options(tmp_path, serve, monkeypatch):
     assert code == 2 and "--caption-token needs --serve-captions" in err
     code, _, err = _run(["listen", "--file", str(wav), "--serve-captions", "example.com:80"])
     assert code == 2 and "IP address" in err
+
+
+def test_the_page_files_ship_in_the_package():
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from captioner.caption_page.server import FILES, PAGES, STATIC, resource
+
+    root = Path(__file__).resolve().parents[1]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "captioner.resources"]
+    names = [p[0] for p in PAGES.values()] + [FILES.get(n, n) for n in STATIC]
+    for name in names:
+        assert resource(name) and any(fnmatch.fnmatch(name, pat) for pat in patterns), name
+    assert "captioner.caption_page" in tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"]

@@ -251,6 +251,7 @@ class CaptionServer:
         h["Content-Security-Policy"] = CSP
         h["Cache-Control"] = "no-store"
         h.pop("Access-Control-Allow-Origin", None)
+        h["Server"] = "captioner"  # not the library's name and version
 
     async def _page(self, request):
         from aiohttp import web
