@@ -93,6 +93,26 @@ def test_publish_is_cheap_and_only_queues():
     assert hub.last_seq == 1000
 
 
+def test_waiting_partials_merge_and_a_full_inbox_is_converted_by_the_publisher_in_order(monkeypatch):
+    from captioner.caption_page import hub as hub_module
+
+    monkeypatch.setattr(hub_module, "MAX_INBOX", 50)
+    hub = CaptionHub()
+    hub.wake = lambda: None  # a server thread that never gets to run
+    got = []
+    hub.listeners.append(lambda ops: got.extend(ops or []))
+    for i in range(30):
+        hub.publish(F(f" p{i}", final=False))
+    assert len(hub._inbox) == 1  # only the newest waiting partial counts
+    for i in range(120):
+        hub.publish(F(f" w{i}"))
+    assert len(hub._inbox) <= 51 and got == []  # converted by the publisher, not delivered by it
+    hub.drain()
+    assert [op.seq for op in got] == list(range(1, len(got) + 1))
+    text = "".join(op.data.get("text", "") for op in got if op.data["t"] == "final")
+    assert text.split() == [f"w{i}" for i in range(120)]
+
+
 # -- appearance, address ------------------------------------------------------------------------
 def test_appearance_allow_lists():
     s = appearance.parse({"size": "48", "color": "ff0", "bg": "Navy", "opacity": "0", "lines": "2",

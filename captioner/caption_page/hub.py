@@ -132,16 +132,16 @@ class CaptionHub:
         if not (isinstance(event, (TextDelta, TurnBoundary)) or event == "reset"):
             return
         with self._inbox_lock:
-            last = self._inbox[-1] if self._inbox else None  # noqa: SIM108
+            last = self._inbox[-1] if self._inbox else None
             if (isinstance(event, TextDelta) and not event.final and isinstance(last, TextDelta)
                     and not last.final and last.source == event.source):
                 self._inbox[-1] = event  # a partial replaces the one still waiting: only the newest counts
             else:
                 self._inbox.append(event)
             full = len(self._inbox) > MAX_INBOX
-        if full:
+        if full:  # the server's thread is behind: convert here, it only delivers
             self.drain(deliver=False)
-        elif not self._wake_pending and self.wake is not None:
+        if not self._wake_pending and self.wake is not None:
             self._wake_pending = True
             try:
                 self.wake()
