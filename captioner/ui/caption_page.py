@@ -196,11 +196,14 @@ class CaptionPageBox(QGroupBox):
         form.addRow("Address:", row)
         self.status = QLabel("")
         self.status.setWordWrap(True)
-        form.addRow(self.status)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.qr = QLabel()
-        self.qr.setAlignment(Qt.AlignmentFlag.AlignLeft)
+        self.qr.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignTop)
         self.qr.setToolTip("Scan with a phone's camera to open the captions")
-        form.addRow(self.qr)
+        below = QHBoxLayout()  # the QR code beside the status: the dialog stays short enough for a laptop
+        below.addWidget(self.status, 1)
+        below.addWidget(self.qr)
+        form.addRow(below)
         for box in (self.enabled, self.network):
             box.toggled.connect(self._enable_fields)
         if service is not None:
@@ -219,6 +222,7 @@ class CaptionPageBox(QGroupBox):
         svc = self.service
         url = svc.url if svc is not None else ""
         self.address.setText(url)
+        self.address.setCursorPosition(0)
         self.copy.setEnabled(bool(url))
         if svc is None or not self.enabled.isChecked():
             self.status.setText("Off." if not self.enabled.isChecked() else "")
@@ -235,7 +239,7 @@ class CaptionPageBox(QGroupBox):
         network = bool(url) and svc is not None and svc.server is not None and svc.server.token is not None
         self.qr.setVisible(network)
         if network and self.qr.property("url") != url:
-            self.qr.setPixmap(qr_pixmap(url))
+            self.qr.setPixmap(qr_pixmap(url, scale=3))
             self.qr.setProperty("url", url)
 
     def apply(self, settings: Settings) -> None:
