@@ -38,6 +38,7 @@ from captioner.commands.backend_options import (
     text_mask,
     turn_settings,
 )
+from captioner.caption_page import cli as caption_page_cli
 from captioner.engine.stopping import DRAIN_S, FLUSH_S, stop_within  # noqa: F401 - DRAIN_S/FLUSH_S: listen's bound
 from captioner.events import Event, Notice, TextDelta
 from captioner.transcript.live import LiveTranscript
@@ -75,6 +76,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="folder of the autosave journal (default: the user data folder, see README)")
     p.add_argument("--no-partials", action="store_true", help="print final text only")
     add_mask_argument(p)
+    caption_page_cli.add_arguments(p)
     return p
 
 
@@ -90,6 +92,8 @@ class _Collector:
     lock: threading.Lock = field(default_factory=threading.Lock)
     failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
     finished: bool = False
+    page: Any = None  # the caption page's hub (--serve-captions), or None
+    page_server: Any = None  # its server, stopped by finish()
     _partial_shown: bool = False
 
     def __call__(self, ev: Event) -> None:
@@ -97,6 +101,8 @@ class _Collector:
             if self.finished:  # a model call left running after a bounded stop: its text comes too late
                 return
             self._notice(self.live.add(ev))
+            if self.page is not None:
+                self.page.publish(ev)  # queues only: the page's own thread does the rest
             if isinstance(ev, TextDelta):
                 self._delta(ev)
             elif isinstance(ev, Notice) and ev.code != "stopped":
@@ -142,6 +148,8 @@ class _Collector:
             self.finished = True
             self._notice(self.live.close())
             self._clear_partial()
+        if self.page_server is not None:  # after the last words: viewers saw them
+            self.page_server.stop()
 
 
 def _load_backend(args: argparse.Namespace) -> Any:
@@ -258,7 +266,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if args.duration is not None and args.duration <= 0:
         print("captioner: error: --duration must be > 0 seconds", file=err)
         return 2
-    usage = check_backend_arguments(args) or check_output_path(args.output)
+    usage = (check_backend_arguments(args) or check_output_path(args.output)
+             or caption_page_cli.check_arguments(args))
     if usage:
         print(f"captioner: error: {usage}", file=err)
         return 2
@@ -299,6 +308,12 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     mask = text_mask(args)
     collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
     collector._notice(notice)
+    try:
+        collector.page, collector.page_server = caption_page_cli.start(args, mask, err)
+    except RuntimeError as exc:  # CaptionPageError: port in use (another one offered), aiohttp missing
+        collector.finish()
+        print(f"captioner: error: {exc}", file=err)
+        return 1
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
     try:

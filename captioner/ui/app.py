@@ -14,11 +14,12 @@ from PySide6.QtWidgets import QApplication
 
 from captioner.engine.qt_worker import EngineController
 from captioner.resources import APP_ID
+from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon
 from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.placement import first_run_placement
-from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings
+from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings, profanity_filter
 from captioner.ui.settings_dialog import SettingsDialog
 from captioner.ui.single_instance import SingleInstance
 from captioner.ui.tray import TrayIcon
@@ -49,6 +50,13 @@ class CaptionerApp:
         self.window.settings_action.triggered.connect(self.open_settings)
         self.window.quit_action.triggered.connect(self.window.request_quit)
         self.window.attention.connect(self.tell_outside)
+        # the caption page gets the events where the overlay gets them (queued to the GUI thread, in order)
+        self.caption_page = CaptionPageService(self.settings, self.window)
+        self.window.controller.event.connect(self.caption_page.publish)
+        self.window.run_starting.connect(self.caption_page.new_run)
+        self.caption_page.problem.connect(lambda text: self.window.messages.show_message(text, "warning",
+                                                                                         "caption_page"))
+        self.apply_caption_page()
         self._shut = False
 
     def show(self) -> None:
@@ -90,16 +98,24 @@ class CaptionerApp:
 
     def open_settings(self) -> None:
         """Open the (non-blocking) settings dialog."""
-        dialog = SettingsDialog(self.settings, self.window, shortcut_status=self.window.shortcuts.status())
+        dialog = SettingsDialog(self.settings, self.window, shortcut_status=self.window.shortcuts.status(),
+                                caption_page=self.caption_page)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.applied.connect(self.overlay.apply_settings)
         dialog.applied.connect(self.window.apply_shortcuts)
         dialog.applied.connect(self.window.apply_text_mask)
+        dialog.applied.connect(self.apply_caption_page)
         dialog.applied.connect(lambda: self.window.click_through_action.setChecked(self.overlay.click_through))
         # while it is open the desktop-wide keys are released, so they can be typed into its key fields
         self.window.shortcuts.suspend()
         dialog.finished.connect(lambda _result: self.window.shortcuts.resume())
         dialog.open()
+
+    def apply_caption_page(self) -> None:
+        """Settings -> Caption page: start/stop the page; it masks as the overlay does."""
+        self.window.messages.clear("caption_page")
+        self.caption_page.set_mask(profanity_filter(self.settings))
+        self.caption_page.apply_settings()
 
     def shutdown(self) -> None:
         """Stop the engine (draining so the last words are kept), close the transcript, save settings."""
@@ -111,6 +127,7 @@ class CaptionerApp:
         QCoreApplication.sendPostedEvents()  # deliver the drained events and "stopped" before closing
         self.window.recorder.end()
         self.window.shortcuts.close()  # release the desktop-wide key grabs/registrations
+        self.caption_page.stop()  # viewers disconnected, port closed (within 2 s)
         self.settings.sync()
         self.overlay.close()
 

@@ -94,6 +94,7 @@ class MainWindow(QMainWindow):
 
     Signals:
         transcript_line(str): each line appended to the transcript pane.
+        run_starting(): a new captioning run is about to start (views of the old one clear now).
         closed(): the window was closed (the app quits).
         attention(str): a problem the user must see although this window is not in front
             (a Start from the tray or a shortcut that failed): the app shows it in the tray or
@@ -101,6 +102,7 @@ class MainWindow(QMainWindow):
     """
 
     transcript_line = Signal(str)
+    run_starting = Signal()
     closed = Signal()
     attention = Signal(str)
 
@@ -336,6 +338,7 @@ class MainWindow(QMainWindow):
         self.save_settings()
         self.session.begin_run(config.backend, [s.label for s in config.sources], self.save_panel.autosave_dir())
         self.overlay.clear()
+        emit(self.run_starting)
         self.transcript_view.begin_run()
         self._stats.clear()
         self._run_backend = config.backend

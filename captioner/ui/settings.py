@@ -178,6 +178,15 @@ class Keys:
     SHORTCUT_CLICK_THROUGH = Key("shortcuts/toggle_click_through", str, "Ctrl+Shift+T",
                                  doc="Toggle overlay click-through")
 
+    # -- caption page (captioner/caption_page, captioner/ui/caption_page.py) ------------------
+    PAGE_ENABLED = Key("caption_page/enabled", bool, False, doc="Serve the live captions as a web page")
+    PAGE_NETWORK = Key("caption_page/network", bool, False,
+                       doc="Serve the page to the network too (a secret token in its address), not only this computer")
+    PAGE_PORT = Key("caption_page/port", int, 47600, minimum=1024, maximum=65535, doc="TCP port of the caption page")
+    PAGE_KEEP_TOKEN = Key("caption_page/keep_token", bool, False,
+                          doc="Network mode: keep the same token (address) across sessions")
+    PAGE_TOKEN = Key("caption_page/token", str, "", doc="The kept token (empty: a new random one each start)")
+
     # -- main window ------------------------------------------------------------------------
     MAIN_WINDOW_GEOMETRY = Key("main_window/geometry", str, "", doc="Main window geometry (Qt saveGeometry, hex)")
 

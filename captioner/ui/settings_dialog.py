@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from captioner.engine.qt_emit import emit
 from captioner.transcript.profanity import normalise_words
+from captioner.ui.caption_page import CaptionPageBox
 from captioner.ui.global_shortcuts.keys import ComboError, check_global, parse
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
 from captioner.ui.qt_helpers import add_slider_row, standard_keys
@@ -84,7 +85,7 @@ class SettingsDialog(QDialog):
 
     applied = Signal()
 
-    def __init__(self, settings: Settings, parent=None, shortcut_status: str = "") -> None:
+    def __init__(self, settings: Settings, parent=None, shortcut_status: str = "", caption_page=None) -> None:
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("captioner settings")
@@ -174,6 +175,8 @@ class SettingsDialog(QDialog):
             form.addRow(self.shortcut_status)
         root = QVBoxLayout(self)
         root.addLayout(form)
+        self.caption_page = CaptionPageBox(settings, caption_page)  # caption_page: the app's CaptionPageService
+        root.addWidget(self.caption_page)
         self.error_label = QLabel("")
         self.error_label.setWordWrap(True)
         self.error_label.setObjectName("shortcut-error")
@@ -255,6 +258,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.SHORTCUT_START_STOP, self.shortcut_start.keySequence().toString())
         s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
+        self.caption_page.apply(s)
         s.sync()
         emit(self.applied)
         return True
