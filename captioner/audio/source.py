@@ -42,6 +42,8 @@ from captioner.events import Notice
 #: Shortest missing stretch (s) reported as a gap after a break; shorter ones are the
 #: device's own block jitter (PortAudio blocks are 5-40 ms) and are not counted.
 MIN_GAP_S = 0.1
+#: Highest native rate (Hz) a device is opened at; bounds the queue until the real rate is known.
+MAX_NATIVE_RATE = 192000
 
 
 class AudioSource(abc.ABC):
@@ -144,6 +146,10 @@ class AudioSource(abc.ABC):
         self.error = None
         self.finished = False
         self.last_callback = self._last_audio_t = self.clock()
+        # a device calls back as soon as _open() has started it, before the native rate is
+        # known here: bound the queue by the highest rate until then (the limit of 1 frame
+        # left by _reset_counters dropped the first 0.1 s of audio, the first word of a sentence)
+        self._max_queue_frames = max(1, int(self.max_queue_s * MAX_NATIVE_RATE))
         rate, channels = self._open()
         self.native_rate, self.native_channels = int(rate), int(channels)
         self._max_queue_frames = max(1, int(self.max_queue_s * self.native_rate))
