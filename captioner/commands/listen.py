@@ -335,7 +335,7 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     loaded); ``--duration`` counts from there, as the transcript's times do. None: from now.
     """
     from captioner.audio.source import SourceError
-    from captioner.engine.capture_first import close_sources
+    from captioner.engine.capture_first import captured_s, close_sources
     from captioner.engine.live import LiveCaptioner
 
     transcript, notice = LiveTranscript.start(
@@ -346,6 +346,7 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     collector._notice(notice)
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+    backlog = captured_s(sources)  # said since the command while the model loaded
     try:
         live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
         live.start()
@@ -355,7 +356,6 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
         print(f"captioner: error: {exc}", file=err)
         return 1
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
-    backlog = live.backlog_s()
     behind = f"; catching up on the {backlog:.1f} s said while the model loaded" if backlog >= 0.1 else ""
     print(f"listening: {labels} ({backend.describe()}){behind}; Ctrl-C stops", file=err, flush=True)
     deadline = (time.monotonic() if opened_at is None else opened_at) + args.duration if args.duration else None
