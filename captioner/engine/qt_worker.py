@@ -102,7 +102,7 @@ class Pipeline(Protocol):
 
 
 BackendFactory = Callable[[EngineConfig], Any]
-SourceFactory = Callable[[Sequence[SourceSpec], int], list]  # (specs, sample rate in Hz) -> sources
+SourceFactory = Callable[[Sequence[SourceSpec], Any], list]  # (specs, backend or ModelRate) -> sources
 PipelineFactory = Callable[[Any, list, Callable[[Event], None]], Pipeline]
 
 
@@ -120,20 +120,28 @@ def default_backend_factory(config: EngineConfig) -> Any:
     )
 
 
-def default_source_factory(specs: Sequence[SourceSpec], rate: Any) -> list:
-    """Make the audio sources with :mod:`captioner.audio` (not started), delivering ``rate``.
+@dataclass(frozen=True)
+class ModelRate:
+    """What the source factory is given instead of the backend before it is loaded (the sources
+    open first): the rate the model is expected to take (Hz; every backend takes 16 kHz so far,
+    and a model at another rate has its sources opened again once loaded)."""
+
+    sample_rate: int
+
+
+def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
+    """Make the audio sources with :mod:`captioner.audio` (not started), delivering the backend's rate.
 
     Args:
         specs: the sources chosen.
-        rate: the rate (Hz) the backend takes (made before the backend is loaded: the
-            model rate, 16 kHz); a backend is accepted too (its ``sample_rate``).
+        backend: the loaded backend, or a :class:`ModelRate` while it loads (its ``sample_rate``).
 
     Raises:
         SourceError (from captioner.audio): a device does not exist (the message lists
             the ones that do) or there is no system-audio source.
         ValueError: an unknown source kind.
     """
-    rate = int(getattr(rate, "sample_rate", rate))
+    rate = backend.sample_rate
     sources = []
     for s in specs:
         if s.kind == "microphone":
@@ -217,8 +225,9 @@ class EngineWorker(QObject):
 
     Args:
         backend_factory: ``config -> Backend``; runs on a loading thread of its own.
-        source_factory: ``(specs, sample_rate) -> [source]`` (not started: live ones are
-            started before the model loads, see :mod:`captioner.engine.capture_first`).
+        source_factory: ``(specs, backend) -> [source]``, not started; ``backend`` is a
+            :class:`ModelRate` when the sources are made before the model loads (the live ones
+            are then started at once, see :mod:`captioner.engine.capture_first`).
         pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings]) -> Pipeline``
             (``turns`` is passed only when the config has turn settings).
 
@@ -316,7 +325,7 @@ class EngineWorker(QObject):
         from captioner.audio.block import MODEL_RATE
 
         try:
-            sources = self.source_factory(config.sources, self.backend.sample_rate if ready else MODEL_RATE)
+            sources = self.source_factory(config.sources, self.backend if ready else ModelRate(MODEL_RATE))
             early = [] if ready else open_before_load(sources)  # capture from the moment of Start
         except Exception as exc:  # noqa: BLE001 - reported to the user, transcript kept
             self._fail(exc, "sources")
@@ -373,7 +382,7 @@ class EngineWorker(QObject):
             lost = captured_s(early)
             close_sources(early)
             try:
-                sources = self.source_factory(config.sources, self.backend.sample_rate)
+                sources = self.source_factory(config.sources, self.backend)
             except Exception as exc:  # noqa: BLE001
                 self._fail(exc, "sources")
                 return
