@@ -145,7 +145,7 @@ def test_audio_delivered_while_the_device_opens_is_kept():
 
 
 # -- the real thing: a private PulseAudio server, the real model, an empty model cache ------------------------
-FIRST = "Morning everyone, the quarterly budget meeting starts now."
+FIRST = "Welcome back to the weekly planning meeting."
 SECOND = "Please send the report before Friday."
 
 
