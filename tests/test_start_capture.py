@@ -214,3 +214,37 @@ def test_listen_system_keeps_the_first_sentence_from_the_command_on(tmp_path_fac
     assert said[:1] == first[:1], (said, log)  # captioned from its first word
     missing = [w for w in first if w not in said]
     assert len(missing) <= 1, (missing, said, log)  # the whole first sentence (one word may be misread)
+
+
+@pytest.mark.slow
+@pytest.mark.pulse
+def test_ctrl_c_while_the_model_is_prepared_exits_at_once_without_an_abort(tmp_path):
+    """Ctrl-C during the first-use preparation: exit 130 within 2 s, not an abort at the interpreter's exit
+    (ONNX Runtime still working on the loading thread: "terminate called without an active exception", -6)."""
+    from tests.pulse_server import PulseServer, missing_tools
+
+    if missing_tools():
+        pytest.skip(f"needs pulseaudio, pactl and paplay (missing: {missing_tools()})")
+    server = PulseServer().start()
+    try:
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "empty-cache"), "CAPTIONER_DATA_DIR": str(tmp_path),
+               "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+        proc = subprocess.Popen([sys.executable, "-m", "captioner.cli", "listen", "--system", "-o",
+                                 str(tmp_path / "t.txt")], env=env, stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in proc.stderr:  # wait until the preparation runs
+            lines.append(line)
+            if "Preparing the built-in model" in line:
+                break
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(30)
+        took = time.monotonic() - t0
+        rest = proc.stderr.read()
+    finally:
+        server.stop()
+    log = "".join(lines) + rest
+    assert lines[0].startswith("capturing: "), log
+    assert code == 130 and took < 2.0, (code, took, log)
+    assert "interrupted before captioning started" in log and "terminate called" not in log
+    assert not (tmp_path / "t.txt").exists()

@@ -84,6 +84,42 @@ def captured_s(sources: Sequence[Any]) -> float:
     return out
 
 
+_loads: "set[BackgroundLoad]" = set()  # loads whose thread has not ended
+_loads_lock = threading.Lock()
+
+
+def loading() -> bool:
+    """True while a :class:`BackgroundLoad` thread is still inside its ``load()``."""
+    with _loads_lock:
+        return bool(_loads)
+
+
+def exit_now_if_loading(code: int) -> None:
+    """End the process with ``code`` now when a model load is still running on its thread.
+
+    A Stop/Ctrl-C/Quit during the load leaves it running (it cannot be interrupted); at the
+    interpreter's normal exit ONNX Runtime's thread pools are then destroyed under it and the
+    process aborts ("terminate called without an active exception", exit -6; measured with
+    ``listen`` interrupted while the built-in model was being prepared). The command's work is
+    done by then (nothing was captioned, so nothing is unwritten): the standard streams and the
+    log are flushed and the process ends with ``os._exit``. Otherwise returns.
+    """
+    if not loading():
+        return
+    import logging
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
+            pass
+    logging.shutdown()
+    os._exit(code)
+
+
 class BackgroundLoad:
     """Runs ``load()`` (a backend factory: slow, imports onnxruntime/torch) on a daemon thread.
 
@@ -110,6 +146,8 @@ class BackgroundLoad:
         self._load = load
         self._on_done = on_done
         self._thread = threading.Thread(target=self._run, name="captioner-load", daemon=True)
+        with _loads_lock:
+            _loads.add(self)
         self._thread.start()
 
     def _run(self) -> None:
@@ -118,6 +156,9 @@ class BackgroundLoad:
             self.backend = self._load()
         except BaseException as exc:  # noqa: BLE001 - reported by the caller, never lost on this thread
             self.error = exc
+        finally:
+            with _loads_lock:
+                _loads.discard(self)
         self.seconds = time.monotonic() - t0
         self.done.set()
         if self._on_done is not None:
@@ -133,4 +174,5 @@ class BackgroundLoad:
         return self.done.wait(timeout)
 
 
-__all__ = ["LIVE_KINDS", "LOAD_QUEUE_S", "BackgroundLoad", "captured_s", "close_sources", "open_before_load"]
+__all__ = ["LIVE_KINDS", "LOAD_QUEUE_S", "BackgroundLoad", "captured_s", "close_sources", "exit_now_if_loading",
+           "loading", "open_before_load"]
