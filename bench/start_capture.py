@@ -7,6 +7,8 @@ Ctrl-C once the second sentence is printed (or 12 s after "listening", or at a d
 
 * ``capture_s``: seconds from the command to the capture stream opened, taken from the sound
   server itself (pulsectl's event for the new record stream), so the same for any tree;
+  ``capture_cpu_s``: the CPU seconds the command had used by then (what the wall time is on an
+  idle machine, less its waits: a measure that a busy machine does not inflate);
 * ``listening_s``: seconds from the command to the ``listening:`` line (model loaded, decoding);
 * ``first_words_kept``: the fraction of the first sentence's words in the written transcript,
   and ``first_word_kept``: whether its first word is there.
@@ -51,6 +53,15 @@ def _words(text: str) -> list[str]:
     return re.sub(r"[^a-z ]+", " ", text.lower()).split()
 
 
+def _cpu_s(pid: int | None) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used so far (Linux /proc), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, TypeError):
+        return None
+
+
 def _record_stream_opened(server: PulseServer, opened: threading.Event, stop: threading.Event) -> threading.Thread:
     """Set ``opened`` (with its time in ``opened.t``) when a new record stream appears on ``server``."""
     import pulsectl
@@ -64,6 +75,7 @@ def _record_stream_opened(server: PulseServer, opened: threading.Event, stop: th
             def on_event(ev):
                 if ev.t == "new" and not opened.is_set():
                     opened.t = time.monotonic()
+                    opened.cpu = _cpu_s(getattr(opened, "pid", None))
                     opened.set()
                     raise pulsectl.PulseLoopStop
 
@@ -87,6 +99,7 @@ def _run(tree: Path, cache: Path, work: Path, speech: Path, server: PulseServer)
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "captioner.cli", "listen", "--system", "-o", str(out)],
                             env=env, cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    opened.pid = proc.pid
     printed: list[str] = []
     err: list[tuple[float, str]] = []
     threading.Thread(target=lambda: printed.extend(proc.stdout), daemon=True).start()
@@ -113,6 +126,7 @@ def _run(tree: Path, cache: Path, work: Path, speech: Path, server: PulseServer)
     listening = next((t for t, line in err if line.startswith("listening:")), None)
     return {
         "capture_s": round(opened.t - t0, 3) if opened.is_set() else None,
+        "capture_cpu_s": round(opened.cpu, 2) if opened.is_set() and opened.cpu is not None else None,
         "listening_s": round(listening, 3) if listening is not None else None,
         "first_words_kept": round(sum(w in said for w in first) / len(first), 3),
         "first_word_kept": bool(said) and said[0] == first[0],
@@ -128,6 +142,7 @@ def _summary(runs: list[dict]) -> dict:
         return round(statistics.median(values), 3) if values else None
 
     return {"capture_s_median": med("capture_s"), "capture_s_max": max((r["capture_s"] or 0) for r in runs),
+            "capture_cpu_s_median": med("capture_cpu_s"),
             "listening_s_median": med("listening_s"), "first_words_kept_median": med("first_words_kept"),
             "first_word_kept": sum(r["first_word_kept"] for r in runs), "runs": len(runs)}
 
