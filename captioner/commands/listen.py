@@ -8,6 +8,11 @@ after that many seconds; Ctrl-C (or SIGTERM/SIGHUP), at any moment once the sour
 are being opened, stops cleanly and flushes the last words; a second one skips the
 audio still queued.
 
+The live sources (microphone, system audio) open *before* the model loads
+(:mod:`captioner.engine.capture_first`): what is said from the command on is queued
+while the model loads (or is prepared at first use) and then decoded as a backlog,
+"catching up". A Ctrl-C during the load closes them and exits with 130 at once.
+
 Examples::
 
     captioner listen --system --duration 10
@@ -67,7 +72,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--fast", action="store_true", help="with --file: decode as fast as possible, not in real time")
     p.add_argument("--mic-label", default="You", help="label of the microphone's text (default: You)")
     p.add_argument("--system-label", default="Meeting", help="label of the system audio's text (default: Meeting)")
-    p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this many seconds")
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop this many seconds after the capture opened (the model loads meanwhile)")
     add_backend_arguments(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="transcript format (default: from -o, else txt)")
     p.add_argument("-o", "--output", default=None, metavar="OUT", help="write the transcript here at the end")
