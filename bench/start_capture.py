@@ -147,13 +147,49 @@ def _summary(runs: list[dict]) -> dict:
             "first_word_kept": sum(r["first_word_kept"] for r in runs), "runs": len(runs)}
 
 
+def plot(report: dict, path: Path) -> None:
+    """Bars per tree and cache state: seconds to capture opened and to "listening", words kept (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = [(tree, cache) for cache in ("warm", "empty") for tree in report["summary"]]
+    labels = [f"{tree}\n{cache} cache" for tree, cache in cols]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    x = range(len(cols))
+    cap = [report["summary"][t][c]["capture_s_median"] or 0 for t, c in cols]
+    lis = [report["summary"][t][c]["listening_s_median"] or 0 for t, c in cols]
+    ax1.bar([i - 0.2 for i in x], cap, 0.4, label="command -> capture opened")
+    ax1.bar([i + 0.2 for i in x], lis, 0.4, label="command -> listening (model ready)")
+    ax1.axhline(0.5, color="k", lw=0.8, ls="--", label="target 0.5 s (capture)")
+    ax1.set_xticks(list(x), labels, fontsize=8)
+    ax1.set_ylabel("seconds (median)")
+    ax1.legend(fontsize=8)
+    kept = [100 * (report["summary"][t][c]["first_words_kept_median"] or 0) for t, c in cols]
+    ax2.bar(list(x), kept, 0.5, color="tab:green")
+    ax2.set_xticks(list(x), labels, fontsize=8)
+    ax2.set_ylabel("first sentence's words kept (%)")
+    ax2.set_ylim(0, 105)
+    load = report.get("loadavg_before", [0])[0]
+    fig.suptitle(f"listen --system, speech 0.3 s after the command (load average {load:.0f}, "
+                 f"{report.get('cpus')} CPUs)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=None, help="another checkout to run too (the 'before')")
     ap.add_argument("--tree-name", default="before", help="its name in the JSON")
     ap.add_argument("--runs", type=int, default=2, help="runs per tree and cache state")
-    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    ap.add_argument("--out", type=Path, default=None, help="also write the JSON here (and the PNG beside it)")
+    ap.add_argument("--plot-only", type=Path, default=None, metavar="JSON",
+                    help="only draw the PNG of an earlier run's JSON (beside it)")
     args = ap.parse_args()
+    if args.plot_only is not None:
+        plot(json.loads(args.plot_only.read_text(encoding="utf-8")), args.plot_only.with_suffix(".png"))
+        return
     trees = {"after": ROOT}
     if args.tree is not None:
         trees = {args.tree_name: args.tree.resolve(), "after": ROOT}
@@ -205,6 +241,7 @@ def main() -> None:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
+        plot(report, args.out.with_suffix(".png"))
 
 
 if __name__ == "__main__":
