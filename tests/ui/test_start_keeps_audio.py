@@ -114,3 +114,28 @@ def test_stop_during_the_load_closes_the_capture_at_once(qtbot, settings, tmp_pa
     assert record["sources"][0].closed.is_set()  # the capture closed with the Stop
     assert win.engine_state == "idle"
     record["release"].set()
+
+
+def test_a_load_failure_closes_the_capture_and_says_what_to_do(qtbot, tmp_path):
+    from captioner.asr.base import BackendError
+    from captioner.engine.qt_worker import EngineConfig, SourceSpec
+
+    made = []
+
+    def failing(config):
+        raise BackendError("model not found: /nope (expected a checkpoint directory)")
+
+    def sources(specs, backend):
+        made.extend(SpeakerSource(Speaker(np.zeros(CHUNK, np.float32)), label=s.label) for s in specs)
+        return made
+
+    ctl = EngineController(EngineWorker(failing, sources, default_pipeline_factory))
+    try:
+        with qtbot.waitSignal(ctl.error, timeout=5000) as blocker:
+            ctl.start(EngineConfig(sources=(SourceSpec("microphone", "You"),)))
+        message, code = blocker.args
+        assert code == "model_missing" and "Choose an existing model" in message
+        qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
+        assert made and made[0].closed.is_set() and not made[0].is_running
+    finally:
+        assert ctl.shutdown(10000)
