@@ -144,6 +144,16 @@ def test_audio_delivered_while_the_device_opens_is_kept():
     assert src.stats().dropped_blocks == 0
 
 
+def test_recent_audio_is_read_without_taking_it():
+    """The level meter's view of a source while the model loads: the newest audio, left in the queue."""
+    src = _EagerSource("You")
+    src.start()
+    src._push(np.stack([np.full(800, 0.25, np.float32), np.full(800, 0.75, np.float32)], axis=1)[:, :1])
+    x = src.recent(0.05)  # 800 samples at 16 kHz
+    assert x.shape == (800,) and np.allclose(x, 0.25)
+    assert src.read().samples.size == 2400  # nothing was taken
+
+
 # -- the real thing: a private PulseAudio server, the real model, an empty model cache ------------------------
 FIRST = "Welcome back to the weekly planning meeting."
 SECOND = "Please send the report before Friday."

@@ -232,6 +232,29 @@ class AudioSource(abc.ABC):
             return None
         return self._block(out, newest or now, gap)
 
+    def recent(self, seconds: float) -> np.ndarray:
+        """The newest ``seconds`` of audio queued and not read yet, without taking it.
+
+        For a level meter while nothing reads the queue (the model is still loading, see
+        :mod:`captioner.engine.capture_first`). Any thread.
+
+        Returns:
+            ``[n] float32`` native-rate samples, channels averaged; empty when nothing is queued.
+        """
+        need = int(seconds * self.native_rate)
+        parts, n = [], 0
+        for frames, _t, _gen in reversed(list(self._queue)):  # a copy: the callback appends meanwhile
+            if isinstance(frames, _Break) or need <= 0:
+                break
+            parts.append(frames)
+            n += len(frames)
+            if n >= need:
+                break
+        if not parts:
+            return np.zeros(0, dtype=np.float32)
+        x = np.concatenate(parts[::-1])[-need:]
+        return x.mean(axis=1, dtype=np.float32) if x.ndim == 2 else x.astype(np.float32, copy=False)
+
     def take_notices(self) -> list[Notice]:
         """Messages for the user queued by the source since the last call (oldest first)."""
         out = []

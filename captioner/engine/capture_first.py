@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 #: Seconds of audio each live source keeps while the model loads. The live pipeline keeps
 #: at most this much backlog too (``LiveCaptioner.max_backlog_s``); 120 s of 48 kHz stereo
 #: float32 is 46 MB per source at worst (a 16 kHz mono monitor: 7.7 MB): bounded, and far
@@ -120,6 +122,30 @@ def exit_now_if_loading(code: int) -> None:
     os._exit(code)
 
 
+def preview_levels(sources: Sequence[Any], seen: dict) -> list:
+    """One :class:`~captioner.events.Level` per source that captured something new since the last
+    call (``seen``: the caller's dict, source -> callbacks counted then), from the newest 50 ms
+    of its queue: the level meters move from Start on, while nothing decodes yet."""
+    from captioner.audio.levels import dbfs
+    from captioner.events import Level
+
+    out = []
+    for s in sources:
+        try:
+            calls = s.callback_count
+            if seen.get(id(s)) == calls:
+                continue
+            seen[id(s)] = calls
+            x = s.recent(0.05)
+        except Exception:  # noqa: BLE001 - a fake or closed source has no meter
+            continue
+        if x.size:
+            x = np.where(np.isfinite(x), x, 0.0)
+            out.append(Level(dbfs(float(np.sqrt(np.mean(np.square(x, dtype=np.float64))))),
+                             dbfs(float(np.max(np.abs(x)))), s.label))
+    return out
+
+
 class BackgroundLoad:
     """Runs ``load()`` (a backend factory: slow, imports onnxruntime/torch) on a daemon thread.
 
@@ -175,4 +201,4 @@ class BackgroundLoad:
 
 
 __all__ = ["LIVE_KINDS", "LOAD_QUEUE_S", "BackgroundLoad", "captured_s", "close_sources", "exit_now_if_loading",
-           "loading", "open_before_load"]
+           "loading", "open_before_load", "preview_levels"]

@@ -29,7 +29,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
-from captioner.engine.capture_first import BackgroundLoad, captured_s, close_sources, open_before_load
+from captioner.engine.capture_first import (
+    BackgroundLoad,
+    captured_s,
+    close_sources,
+    open_before_load,
+    preview_levels,
+)
 from captioner.engine.qt_emit import emit
 from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
@@ -285,6 +291,8 @@ class EngineWorker(QObject):
         self._load_key: tuple | None = None  # its config's backend_key()
         self._pending: tuple | None = None  # (config, sources, started early) waiting for that load
         self._loaded.connect(self._on_loaded)
+        self._preview: QTimer | None = None  # level meters of the sources capturing while the model loads
+        self._preview_seen: dict = {}
 
     # -- thread-safe requests ------------------------------------------------------------------
     def request_cancel(self) -> None:
@@ -335,6 +343,7 @@ class EngineWorker(QObject):
             return
         self._pending = (config, sources, early)
         self._set_state(LOADING)
+        self._start_preview()
         what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
         listening = " Listening already: captions catch up once it is ready." if early else ""
         emit(self.progress, f"Loading {what}…{listening}", -1)
@@ -342,6 +351,26 @@ class EngineWorker(QObject):
             return  # a load of this model is in flight (Start, Stop, Start): wait for that one
         self._load_key = key
         self._load = BackgroundLoad(lambda: self._load_backend(config), on_done=lambda load: emit(self._loaded, load))
+
+    def _start_preview(self) -> None:
+        """Level meters from Start on: the sources' newest audio every 50 ms while the model loads."""
+        if self._preview is None:
+            self._preview = QTimer(self)
+            self._preview.setInterval(50)
+            self._preview.timeout.connect(self._emit_preview)
+        self._preview_seen = {}
+        self._preview.start()
+
+    def _stop_preview(self) -> None:
+        if self._preview is not None:
+            self._preview.stop()
+
+    def _emit_preview(self) -> None:
+        if self._pending is None:
+            self._stop_preview()
+            return
+        for level in preview_levels(self._pending[2], self._preview_seen):
+            self._on_event(level)
 
     def _load_backend(self, config: EngineConfig) -> Any:
         """The backend factory, on the loading thread; the default model's one-time preparation
@@ -360,6 +389,7 @@ class EngineWorker(QObject):
             return
         key, self._load, self._load_key = self._load_key, None, None
         pending, self._pending = self._pending, None
+        self._stop_preview()
         if load.error is not None:
             self.backend = None
             if pending is not None:
@@ -428,6 +458,7 @@ class EngineWorker(QObject):
         if self._watch is not None:
             self._watch.stop()
         pending, self._pending = self._pending, None
+        self._stop_preview()
         if pending is not None:  # Stop while the model loads: the capture closes now, the load goes on
             close_sources(pending[2])
         pipeline, self._pipeline = self._pipeline, None

@@ -16,7 +16,7 @@ import pytest
 from ui_fakes import CHUNK, DelayedWordBackend, speech, write_wav
 
 from captioner.engine.qt_worker import EngineController, EngineWorker, default_pipeline_factory
-from captioner.events import TextDelta
+from captioner.events import Level, TextDelta
 from tests.audio_fakes import Speaker, SpeakerSource
 
 pytestmark = pytest.mark.gui
@@ -81,6 +81,9 @@ def test_first_start_captions_from_the_click_while_the_model_loads(qtbot, settin
     opened_after = record["sources"][0].opened_at - speaker.t0
     assert opened_after < 0.5, opened_after  # the capture opened at once, not after the model's load
     assert win.engine_state == "loading"
+    # the level meter moves from the click on, while the model still loads
+    qtbot.waitUntil(lambda: any(isinstance(e, Level) and e.source == "talk" for e in events), timeout=2000)
+    assert "loaded_at" not in record
 
     def finals():
         return "".join(e.text for e in events if isinstance(e, TextDelta) and e.final).split()
