@@ -397,7 +397,8 @@ class EngineWorker(QObject):
                 self._fail(load.error, "load")
             return
         self.backend, self._backend_key = load.backend, key
-        emit(self.progress, "Model ready", 100)
+        if pending is not None:  # (after a Stop the status line keeps saying "Stopped")
+            emit(self.progress, "Model ready", 100)
         describe = getattr(self.backend, "describe", None)
         emit(self.backend_ready, describe() if callable(describe) else str(key[0] if key else "model"))
         if pending is not None and self._cancel.is_set():  # a Stop is on its way: it ends this start
