@@ -18,7 +18,8 @@ Every tree runs with a *warm* model cache (prepared once before the runs) and an
 another checkout (the "before", e.g. ``git archive`` of main to a temp folder), run in the same
 session interleaved with this one. Prints one JSON object (also written with ``--out``)::
 
-    python bench/start_capture.py --tree /tmp/before --runs 2 --out bench/results/start_capture.json
+    python bench/start_capture.py --tree /tmp/before --tree-desc "git archive of main at 832ab09" --runs 2 \
+        --out bench/results/start_capture.json
 
 Needs pulseaudio, pactl, paplay, espeak-ng and pulsectl.
 """
@@ -182,6 +183,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=None, help="another checkout to run too (the 'before')")
     ap.add_argument("--tree-name", default="before", help="its name in the JSON")
+    ap.add_argument("--tree-desc", default=None, help="what that tree is, for the JSON (e.g. 'main at 832ab09')")
     ap.add_argument("--runs", type=int, default=2, help="runs per tree and cache state")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here (and the PNG beside it)")
     ap.add_argument("--plot-only", type=Path, default=None, metavar="JSON",
@@ -228,7 +230,8 @@ def main() -> None:
         "what": "captioner listen --system, espeak-ng speech played 0.3 s after the command into a private "
                 "PulseAudio null sink; capture_s from the sound server's new-record-stream event",
         "first_sentence": FIRST,
-        "trees": {name: str(tree) if name != "after" else "this checkout" for name, tree in trees.items()},
+        "trees": {name: ("this checkout" if name == "after" else f"{tree}" + (f" ({args.tree_desc})" if args.tree_desc else ""))
+                  for name, tree in trees.items()},
         "warm_cache_prepare_s": round(prepare_s, 2),
         "loadavg_before": [round(v, 2) for v in load_before],
         "loadavg_after": [round(v, 2) for v in os.getloadavg()],
