@@ -54,8 +54,13 @@ def main(argv: list[str] | None = None) -> int:
 
         route_library_noise_to_log()  # PortAudio/ALSA lines (device switches, server restarts) to the log
 
-        return run_gui()
-    return int(importlib.import_module(COMMANDS[args.command]).run(args))
+        code = run_gui()
+    else:
+        code = int(importlib.import_module(COMMANDS[args.command]).run(args))
+    from captioner.engine.capture_first import exit_now_if_loading
+
+    exit_now_if_loading(code)  # stopped while the model loaded: its thread would abort the interpreter's exit
+    return code
 
 
 if __name__ == "__main__":

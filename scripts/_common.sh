@@ -49,5 +49,13 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
   local turn_spec
   turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   "${pip[@]}" install --no-deps "$turn_spec"
+  prepare_model "$venv"
   echo "$want" > "$stamp"
+}
+
+prepare_model() {  # $1: venv dir. Prepare the built-in model in the user's cache now, so the first Start
+  # does not spend 5-15 s on it (it would still work: the capture opens first and catches up). Quiet; an
+  # install never fails on it (captioner then prepares the model at first use).
+  "$1/bin/python" -m captioner.asr.moonshine_prepare --quiet \
+    || echo "captioner: the built-in model will be prepared at first use instead" >&2
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Sequence
@@ -18,6 +19,7 @@ import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
+from captioner.audio.source import AudioSource
 from captioner.events import TextDelta
 
 
@@ -201,3 +203,73 @@ def tone(seconds: float, rate: int, freq: float = 440.0, amp: float = 0.5) -> np
     """``[n] float32`` sine."""
     t = np.arange(int(round(seconds * rate))) / rate
     return (amp * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+class Speaker:
+    """Someone talking in real time from :meth:`play` on: ``audio`` (16 kHz mono), then silence.
+
+    A live source started later hears only what is said from then on, like a microphone or a
+    sound-server monitor (the words said before it opened are gone).
+    """
+
+    RATE = 16000
+
+    def __init__(self, audio: np.ndarray) -> None:
+        self.audio = np.asarray(audio, dtype=np.float32)
+        self.t0: float | None = None
+
+    def play(self) -> None:
+        """Start talking now."""
+        self.t0 = time.monotonic()
+
+    def position(self) -> int:
+        """Samples said so far (0 before :meth:`play`)."""
+        return 0 if self.t0 is None else int((time.monotonic() - self.t0) * self.RATE)
+
+    def said(self, a: int, b: int) -> np.ndarray:
+        """Samples ``a:b`` of what is said (silence past the end of ``audio``)."""
+        out = np.zeros(max(0, b - a), dtype=np.float32)
+        part = self.audio[a:b]
+        out[: len(part)] = part
+        return out
+
+
+class SpeakerSource(AudioSource):
+    """A live source (``kind = "microphone"``) that records a :class:`Speaker` from the moment it is
+    started, in 20 ms callbacks on its own thread; its first sample is aligned down to ``align``
+    samples (so a fake model's chunks line up with the words)."""
+
+    kind = "microphone"
+
+    def __init__(self, speaker: Speaker, label: str = "You", align: int = 1, **kw) -> None:
+        super().__init__(label, target_rate=Speaker.RATE, **kw)
+        self.speaker = speaker
+        self.align = int(align)
+        self.opened_at: float | None = None
+        self.closed = threading.Event()
+        self._halt = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def description(self) -> str:
+        return "a fake microphone"
+
+    def _open(self) -> tuple[int, int]:
+        self.opened_at = time.monotonic()
+        self._halt.clear()
+        self.closed.clear()
+        pos = self.speaker.position() // self.align * self.align
+        self._thread = threading.Thread(target=self._run, args=(pos,), daemon=True)
+        self._thread.start()
+        return Speaker.RATE, 1
+
+    def _run(self, pos: int) -> None:
+        while not self._halt.wait(0.02):
+            now = self.speaker.position()
+            if now > pos:
+                self._push(self.speaker.said(pos, now)[:, None])
+                pos = now
+
+    def _close(self) -> None:
+        self._halt.set()
+        self.closed.set()

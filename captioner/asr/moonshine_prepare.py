@@ -338,3 +338,51 @@ def _complete(folder: Path) -> bool:
         return True
     except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m captioner.asr.moonshine_prepare [--quiet]``: prepare the built-in model now.
+
+    The install scripts (``scripts/start.sh``, ``scripts/test.sh``) run it once after
+    installing, so that the first Start does not pay the 5-15 s of preparation (it would
+    still work: the capture opens first and the words said meanwhile are caught up).
+
+    Returns:
+        0 when the prepared model is in the user's cache folder (built now or already
+        there); 1 when it cannot be (the message on stderr says why; captioner then
+        prepares it at first use, in memory if the cache stays unwritable).
+    """
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m captioner.asr.moonshine_prepare",
+                                     description="Prepare captioner's built-in model in the user's cache folder.")
+    parser.add_argument("--quiet", action="store_true", help="print nothing unless it fails")
+    args = parser.parse_args(argv)
+    from captioner.asr.moonshine import default_model_dir
+
+    warnings: list[str] = []
+
+    def progress(message: str, percent: int) -> None:
+        if percent == -1:
+            warnings.append(message)
+        elif not args.quiet and percent == 0:
+            print(f"captioner: {message}", file=sys.stderr, flush=True)
+
+    try:
+        model = prepare(default_model_dir(), progress=progress)
+    except BackendError as exc:
+        print(f"captioner: the built-in model could not be prepared: {exc}", file=sys.stderr)
+        return 1
+    if model.cache_dir is None:
+        print(f"captioner: {' '.join(warnings) or 'the model cache folder cannot be written'}; captioner will "
+              "prepare the built-in model at each start instead", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        done = f"prepared in {model.seconds:.1f} s" if model.built else "already prepared"
+        print(f"captioner: built-in model {done}: {model.cache_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

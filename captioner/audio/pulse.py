@@ -90,11 +90,24 @@ def pulse_inventory(use_pulsectl: bool = True) -> PulseInventory:
 
 
 def _inventory_pulsectl() -> PulseInventory:
+    """The server's sources through pulsectl, bounded by :data:`PULSE_TIMEOUT_S` (a frozen server).
+
+    pulsectl's own ``connect(timeout=...)`` (24.12) waits the whole timeout even when the
+    server answers at once: with it every device listing, hence every opening of system
+    audio, took 1.5 s (measured 2026-12-02, a private PulseAudio 16). The call runs on a
+    thread that is abandoned past the bound instead.
+    """
+    from captioner.audio.abandon import call_with_timeout
+
+    return call_with_timeout(_inventory_pulsectl_now, PULSE_TIMEOUT_S, "pulse-inventory")
+
+
+def _inventory_pulsectl_now() -> PulseInventory:
     import pulsectl
 
     pulse = pulsectl.Pulse("captioner-devices", connect=False)
     try:
-        pulse.connect(timeout=PULSE_TIMEOUT_S, autospawn=False)
+        pulse.connect(autospawn=False)  # no timeout here: see _inventory_pulsectl
         info = pulse.server_info()
         sinks = {s.index: s.name for s in pulse.sink_list()}
         out = []

@@ -42,6 +42,8 @@ from captioner.events import Notice
 #: Shortest missing stretch (s) reported as a gap after a break; shorter ones are the
 #: device's own block jitter (PortAudio blocks are 5-40 ms) and are not counted.
 MIN_GAP_S = 0.1
+#: Highest native rate (Hz) a device is opened at; bounds the queue until the real rate is known.
+MAX_NATIVE_RATE = 192000
 
 
 class AudioSource(abc.ABC):
@@ -144,6 +146,10 @@ class AudioSource(abc.ABC):
         self.error = None
         self.finished = False
         self.last_callback = self._last_audio_t = self.clock()
+        # a device calls back as soon as _open() has started it, before the native rate is
+        # known here: bound the queue by the highest rate until then (the limit of 1 frame
+        # left by _reset_counters dropped the first 0.1 s of audio, the first word of a sentence)
+        self._max_queue_frames = max(1, int(self.max_queue_s * MAX_NATIVE_RATE))
         rate, channels = self._open()
         self.native_rate, self.native_channels = int(rate), int(channels)
         self._max_queue_frames = max(1, int(self.max_queue_s * self.native_rate))
@@ -225,6 +231,29 @@ class AudioSource(abc.ABC):
         if out.size == 0:
             return None
         return self._block(out, newest or now, gap)
+
+    def recent(self, seconds: float) -> np.ndarray:
+        """The newest ``seconds`` of audio queued and not read yet, without taking it.
+
+        For a level meter while nothing reads the queue (the model is still loading, see
+        :mod:`captioner.engine.capture_first`). Any thread.
+
+        Returns:
+            ``[n] float32`` native-rate samples, channels averaged; empty when nothing is queued.
+        """
+        need = int(seconds * self.native_rate)
+        parts, n = [], 0
+        for frames, _t, _gen in reversed(list(self._queue)):  # a copy: the callback appends meanwhile
+            if isinstance(frames, _Break) or need <= 0:
+                break
+            parts.append(frames)
+            n += len(frames)
+            if n >= need:
+                break
+        if not parts:
+            return np.zeros(0, dtype=np.float32)
+        x = np.concatenate(parts[::-1])[-need:]
+        return x.mean(axis=1, dtype=np.float32) if x.ndim == 2 else x.astype(np.float32, copy=False)
 
     def take_notices(self) -> list[Notice]:
         """Messages for the user queued by the source since the last call (oldest first)."""

@@ -8,6 +8,11 @@ after that many seconds; Ctrl-C (or SIGTERM/SIGHUP), at any moment once the sour
 are being opened, stops cleanly and flushes the last words; a second one skips the
 audio still queued.
 
+The live sources (microphone, system audio) open *before* the model loads
+(:mod:`captioner.engine.capture_first`): what is said from the command on is queued
+while the model loads (or is prepared at first use) and then decoded as a backlog,
+"catching up". A Ctrl-C during the load closes them and exits with 130 at once.
+
 Examples::
 
     captioner listen --system --duration 10
@@ -68,7 +73,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--fast", action="store_true", help="with --file: decode as fast as possible, not in real time")
     p.add_argument("--mic-label", default="You", help="label of the microphone's text (default: You)")
     p.add_argument("--system-label", default="Meeting", help="label of the system audio's text (default: Meeting)")
-    p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop after this many seconds")
+    p.add_argument("--duration", type=float, default=None, metavar="SECONDS", help="stop this many seconds after the capture opened (the model loads meanwhile)")
     add_backend_arguments(p)
     p.add_argument("--format", choices=FORMATS, default=None, help="transcript format (default: from -o, else txt)")
     p.add_argument("-o", "--output", default=None, metavar="OUT", help="write the transcript here at the end")
@@ -271,35 +276,80 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if usage:
         print(f"captioner: error: {usage}", file=err)
         return 2
-    try:
-        backend = _load_backend(args)
-        sources = _build_sources(args, backend.sample_rate)
-    except GeometryError as exc:
-        print(f"captioner: error: {exc}", file=err)
-        return 2
-    except (BackendError, SourceError, ValueError, ImportError) as exc:
-        print(f"captioner: error: {exc}", file=err)
-        return 1
-    except KeyboardInterrupt:  # Ctrl-C while the model loads: nothing was captioned, nothing to write
-        print("captioner: interrupted before captioning started; nothing was written", file=err)
-        return 130
-    servers = getattr(backend, "urls", None)
-    if backend.name == "remote" and servers is not None and len(sources) > len(servers):
-        print(f"captioner: error: {len(sources)} sources need {len(sources)} caption servers (an Audio8 server "
-              f"serves one stream), but only {len(servers)} URL is configured: give one URL per source, "
-              "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
-        return 2
     stops = _StopRequests().install()  # before anything starts: a signal at any later moment stops cleanly
     try:  # the handlers stay until the transcript is written: a late signal must not kill the write
-        return _caption(args, backend, sources, fmt, out, err, stops)
+        return _run(args, fmt, out, err, stops)
     finally:
         stops.restore()
 
 
+def _run(args: argparse.Namespace, fmt: str, out: TextIO, err: TextIO, stops: "_StopRequests") -> int:
+    """Open the live sources, load the model meanwhile (:mod:`captioner.engine.capture_first`), caption."""
+    from captioner.audio.source import MODEL_RATE, SourceError
+    from captioner.engine.capture_first import BackgroundLoad, captured_s, close_sources, open_before_load
+
+    try:  # the sources first (no model import before this): speech from the command on is kept
+        sources = _build_sources(args, MODEL_RATE)
+        early = open_before_load(sources)
+        opened_at = time.monotonic() if early else None
+    except (SourceError, ValueError) as exc:
+        print(f"captioner: error: {exc}", file=err)
+        return 1
+    if early:
+        labels = ", ".join(f"{s.label} = {s.description}" for s in early)
+        print(f"capturing: {labels}; loading the model (what is said meanwhile is kept and captioned "
+              "once it is loaded)", file=err, flush=True)
+    load = BackgroundLoad(lambda: _load_backend(args))
+    while not load.wait(0.05):
+        if stops.requested.is_set():  # Ctrl-C while the model loads: nothing was decoded, nothing to write
+            close_sources(early)
+            kept = f" ({captured_s(early):.1f} s of audio captured were not captioned)" if early else ""
+            print(f"captioner: interrupted before captioning started{kept}; nothing was written", file=err)
+            return 130
+    if load.error is not None:
+        close_sources(early)
+        exc = load.error
+        if isinstance(exc, KeyboardInterrupt):
+            print("captioner: interrupted before captioning started; nothing was written", file=err)
+            return 130
+        if isinstance(exc, GeometryError):
+            print(f"captioner: error: {exc}", file=err)
+            return 2
+        if isinstance(exc, (BackendError, ValueError, ImportError)):
+            print(f"captioner: error: {exc}", file=err)
+            return 1
+        print(f"captioner: error: the model could not be loaded ({type(exc).__name__}: {exc}); check --backend "
+              "and --model, or use the built-in default model", file=err)
+        return 1
+    backend = load.backend
+    if backend.sample_rate != MODEL_RATE:  # a model at another rate: the sources are reopened at its rate
+        close_sources(early)
+        print(f"captioner: warning: {backend.name} takes {backend.sample_rate} Hz; the audio is reopened at that "
+              f"rate ({captured_s(early):.1f} s captured while it loaded are not captioned)", file=err, flush=True)
+        try:
+            sources = _build_sources(args, backend.sample_rate)
+        except (SourceError, ValueError) as exc:
+            print(f"captioner: error: {exc}", file=err)
+            return 1
+    servers = getattr(backend, "urls", None)
+    if backend.name == "remote" and servers is not None and len(sources) > len(servers):
+        close_sources(early)
+        print(f"captioner: error: {len(sources)} sources need {len(sources)} caption servers (an Audio8 server "
+              f"serves one stream), but only {len(servers)} URL is configured: give one URL per source, "
+              "comma-separated, e.g. --model ws://HOST:18191/v1/realtime,ws://HOST:18193/v1/realtime", file=err)
+        return 2
+    return _caption(args, backend, sources, fmt, out, err, stops, opened_at)
+
+
 def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, out: TextIO, err: TextIO,
-             stops: "_StopRequests") -> int:
-    """The live part of :func:`run`: caption, stop (bounded), write the transcript; returns the exit code."""
+             stops: "_StopRequests", opened_at: float | None = None) -> int:
+    """The live part of :func:`run`: caption, stop (bounded), write the transcript; returns the exit code.
+
+    ``opened_at``: ``time.monotonic()`` when the live sources were opened (before the model
+    loaded); ``--duration`` counts from there, as the transcript's times do. None: from now.
+    """
     from captioner.audio.source import SourceError
+    from captioner.engine.capture_first import captured_s, close_sources
     from captioner.engine.live import LiveCaptioner
 
     transcript, notice = LiveTranscript.start(
@@ -316,16 +366,19 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
         return 1
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
+    backlog = captured_s(sources)  # said since the command while the model loaded
     try:
         live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
         live.start()
     except (SourceError, ValueError) as exc:
+        close_sources(sources)
         collector.finish()
         print(f"captioner: error: {exc}", file=err)
         return 1
     labels = ", ".join(f"{s.label} = {s.description}" for s in sources)
-    print(f"listening: {labels} ({backend.describe()}); Ctrl-C stops", file=err, flush=True)
-    deadline = time.monotonic() + args.duration if args.duration else None
+    behind = f"; catching up on the {backlog:.1f} s said while the model loaded" if backlog >= 0.1 else ""
+    print(f"listening: {labels} ({backend.describe()}){behind}; Ctrl-C stops", file=err, flush=True)
+    deadline = (time.monotonic() if opened_at is None else opened_at) + args.duration if args.duration else None
     while live.is_running and not stops.requested.is_set():
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:

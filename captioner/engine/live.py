@@ -174,6 +174,8 @@ class LiveCaptioner:
         self.max_backlog_s = float(max_backlog_s)
         self.too_slow_backlog_s = float(too_slow_backlog_s)
         self._told_too_slow = False
+        self._catch_up_s = 0.0
+        self._catch_up_until = 0.0
         self.poll_s = float(poll_s)
         self.clock = clock
         self.turns = turns
@@ -224,6 +226,10 @@ class LiveCaptioner:
         ]
         self._halt.clear()
         self._told_too_slow = False
+        # audio the sources queued before this start (opened while the model loaded, see
+        # captioner.engine.capture_first): a backlog to catch up on, not a sign of a slow model
+        self._catch_up_s = max((s.stats().queued_s for s in self.sources), default=0.0)
+        self._catch_up_until = 0.0
         self._drain = True
         self._done.clear()
         capture = threading.Thread(target=self._capture_loop, name="captioner-capture", daemon=True)
@@ -466,7 +472,13 @@ class LiveCaptioner:
         """Tell the user once per run when the model cannot keep up even without partials."""
         budget = getattr(self.backend, "budget", None)
         backlog = self.backlog_s()
-        slow = (budget is not None and budget.overloaded) or backlog > self.too_slow_backlog_s
+        now = self.clock()
+        if self._catch_up_s and backlog < 1.0:  # caught up on the audio queued while the model loaded; its
+            self._catch_up_s = 0.0  # busy seconds stay in the budget's load for one more window
+            self._catch_up_until = now + float(getattr(budget, "window_s", 0.0))
+        catching_up = bool(self._catch_up_s) or now < self._catch_up_until
+        slow = ((budget is not None and budget.overloaded and not catching_up)
+                or backlog > self.too_slow_backlog_s + self._catch_up_s)
         if slow and not self._told_too_slow:
             self._told_too_slow = True
             load = f" decoding alone takes {100 * budget.load():.0f} % of real time;" if budget else ""

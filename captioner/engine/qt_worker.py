@@ -1,9 +1,13 @@
 """The caption engine on a QThread: a QObject whose signals are its whole API.
 
 :class:`EngineWorker` lives on its own :class:`~PySide6.QtCore.QThread` (Buzz style,
-DESIGN section 7). It loads the backend (slow: seconds to a minute) off the GUI
-thread, builds the audio sources, runs a :class:`captioner.engine.live.LiveCaptioner`
-and re-emits every event it delivers as a Qt signal. Receivers in the GUI thread get
+DESIGN section 7). At Start it opens the live audio sources first and loads the backend
+(slow: seconds to a minute) on a thread of its own meanwhile
+(:mod:`captioner.engine.capture_first`), so nothing said after Start is lost and Stop
+is answered at once during the load; then it runs a
+:class:`captioner.engine.live.LiveCaptioner` on the sources already capturing (the audio
+queued during the load is a backlog it catches up on) and re-emits every event it
+delivers as a Qt signal. Receivers in the GUI thread get
 them through queued connections, in the order they were produced.
 
 :class:`EngineController` is the GUI-side handle: it owns the thread and the worker,
@@ -25,6 +29,13 @@ from typing import Any, Callable, Protocol, Sequence
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
+from captioner.engine.capture_first import (
+    BackgroundLoad,
+    captured_s,
+    close_sources,
+    open_before_load,
+    preview_levels,
+)
 from captioner.engine.qt_emit import emit
 from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
@@ -97,7 +108,7 @@ class Pipeline(Protocol):
 
 
 BackendFactory = Callable[[EngineConfig], Any]
-SourceFactory = Callable[[Sequence[SourceSpec], Any], list]
+SourceFactory = Callable[[Sequence[SourceSpec], Any], list]  # (specs, backend or ModelRate) -> sources
 PipelineFactory = Callable[[Any, list, Callable[[Event], None]], Pipeline]
 
 
@@ -115,8 +126,21 @@ def default_backend_factory(config: EngineConfig) -> Any:
     )
 
 
+@dataclass(frozen=True)
+class ModelRate:
+    """What the source factory is given instead of the backend before it is loaded (the sources
+    open first): the rate the model is expected to take (Hz; every backend takes 16 kHz so far,
+    and a model at another rate has its sources opened again once loaded)."""
+
+    sample_rate: int
+
+
 def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
-    """Open the audio sources with :mod:`captioner.audio`, delivering the backend's sample rate.
+    """Make the audio sources with :mod:`captioner.audio` (not started), delivering the backend's rate.
+
+    Args:
+        specs: the sources chosen.
+        backend: the loaded backend, or a :class:`ModelRate` while it loads (its ``sample_rate``).
 
     Raises:
         SourceError (from captioner.audio): a device does not exist (the message lists
@@ -206,14 +230,17 @@ class EngineWorker(QObject):
     """Owns the backend, the sources and the live pipeline; lives on a worker QThread.
 
     Args:
-        backend_factory: ``config -> Backend``.
-        source_factory: ``(specs, backend) -> [source]``.
+        backend_factory: ``config -> Backend``; runs on a loading thread of its own.
+        source_factory: ``(specs, backend) -> [source]``, not started; ``backend`` is a
+            :class:`ModelRate` when the sources are made before the model loads (the live ones
+            are then started at once, see :mod:`captioner.engine.capture_first`).
         pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings]) -> Pipeline``
             (``turns`` is passed only when the config has turn settings).
 
     Signals (every payload is a plain Python object; connect with the default
     (auto/queued) connection from the GUI thread):
-        state_changed(str): ``"idle"``, ``"loading"``, ``"running"``, ``"stopping"``.
+        state_changed(str): ``"idle"``, ``"loading"`` (the live sources already capture),
+            ``"running"``, ``"stopping"``.
         progress(str, int): model loading message and percent, -1 while unknown.
         backend_ready(str): ``Backend.describe()`` of the loaded model.
         event(object): every event, in order (for the transcript and journal).
@@ -236,6 +263,7 @@ class EngineWorker(QObject):
     error = Signal(str, str)
     started = Signal()
     stopped = Signal()
+    _loaded = Signal(object)  # a BackgroundLoad ended (emitted on its thread, handled on the worker's)
 
     #: How often (ms) the worker checks that a running pipeline is still alive.
     WATCH_MS = 250
@@ -259,10 +287,17 @@ class EngineWorker(QObject):
         self._kinds: tuple[str, ...] = ()  # source kinds of the current run, for error advice
         self._run = EventGate()  # the current run's events pass until its stop
         self._left_behind: Pipeline | None = None  # a run whose model call outlived its bounded stop
+        self._load: BackgroundLoad | None = None  # the model load in flight, if any
+        self._load_key: tuple | None = None  # its config's backend_key()
+        self._pending: tuple | None = None  # (config, sources, started early) waiting for that load
+        self._loaded.connect(self._on_loaded)
+        self._preview: QTimer | None = None  # level meters of the sources capturing while the model loads
+        self._preview_seen: dict = {}
 
     # -- thread-safe requests ------------------------------------------------------------------
     def request_cancel(self) -> None:
-        """Ask a start in progress (model loading) not to begin captioning. Any thread."""
+        """Ask a start in progress (model loading) not to begin captioning (the Stop that follows
+        closes its sources). Any thread."""
         self._cancel.set()
 
     # -- slots (run on the worker thread) -------------------------------------------------------
@@ -280,7 +315,7 @@ class EngineWorker(QObject):
             self._fail(exc, "start")
 
     def _start(self, config: EngineConfig) -> None:
-        if self.state in (RUNNING, STOPPING):
+        if self.state in (RUNNING, STOPPING, LOADING):
             self.stop(True)
         self._cancel.clear()
         self._kinds = tuple(spec.kind for spec in config.sources)
@@ -289,17 +324,107 @@ class EngineWorker(QObject):
             self._set_state(IDLE)
             emit(self.stopped)
             return
-        if not self._ensure_backend(config):
-            return
-        if self._cancel.is_set():
-            self._set_state(IDLE)
-            emit(self.stopped)
-            return
+        key = config.backend_key()
+        if self._model_busy():  # still inside the call a Stop abandoned: load a fresh one
+            self.backend, self._backend_key, self._left_behind = None, None, None
+        ready = self.backend is not None and self._backend_key == key
+        if not ready and self.backend is not None:
+            self.unload()  # another model: release this one first
+        from captioner.audio.block import MODEL_RATE
+
         try:
-            sources = self.source_factory(config.sources, self.backend)
+            sources = self.source_factory(config.sources, self.backend if ready else ModelRate(MODEL_RATE))
+            early = [] if ready else open_before_load(sources)  # capture from the moment of Start
         except Exception as exc:  # noqa: BLE001 - reported to the user, transcript kept
             self._fail(exc, "sources")
             return
+        if ready:
+            self._begin(config, sources)
+            return
+        self._pending = (config, sources, early)
+        self._set_state(LOADING)
+        self._start_preview()
+        what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
+        listening = " Listening already: captions catch up once it is ready." if early else ""
+        emit(self.progress, f"Loading {what}…{listening}", -1)
+        if self._load is not None and self._load_key == key:
+            return  # a load of this model is in flight (Start, Stop, Start): wait for that one
+        self._load_key = key
+        self._load = BackgroundLoad(lambda: self._load_backend(config), on_done=lambda load: emit(self._loaded, load))
+
+    def _start_preview(self) -> None:
+        """Level meters from Start on: the sources' newest audio every 50 ms while the model loads."""
+        if self._preview is None:
+            self._preview = QTimer(self)
+            self._preview.setInterval(50)
+            self._preview.timeout.connect(self._emit_preview)
+        self._preview_seen = {}
+        self._preview.start()
+
+    def _stop_preview(self) -> None:
+        if self._preview is not None:
+            self._preview.stop()
+
+    def _emit_preview(self) -> None:
+        if self._pending is None:
+            self._stop_preview()
+            return
+        for level in preview_levels(self._pending[2], self._preview_seen):
+            self._on_event(level)
+
+    def _load_backend(self, config: EngineConfig) -> Any:
+        """The backend factory, on the loading thread; the default model's one-time preparation
+        reports to the model panel (no onnxruntime import here)."""
+        from captioner.asr.moonshine_prepare import progress_to
+
+        with progress_to(self._preparation_progress):
+            return self.backend_factory(config)
+
+    @Slot(object)
+    def _on_loaded(self, load: BackgroundLoad) -> None:
+        """A model load ended (worker thread): start the run that waits for it, if any."""
+        if load is not self._load:  # given up (another model chosen, or unloaded): release it
+            if load.backend is not None:
+                _close_quietly(load.backend)
+            return
+        key, self._load, self._load_key = self._load_key, None, None
+        pending, self._pending = self._pending, None
+        self._stop_preview()
+        if load.error is not None:
+            self.backend = None
+            if pending is not None:
+                close_sources(pending[2])
+                self._fail(load.error, "load")
+            return
+        self.backend, self._backend_key = load.backend, key
+        if pending is not None:  # (after a Stop the status line keeps saying "Stopped")
+            emit(self.progress, "Model ready", 100)
+        describe = getattr(self.backend, "describe", None)
+        emit(self.backend_ready, describe() if callable(describe) else str(key[0] if key else "model"))
+        if pending is not None and self._cancel.is_set():  # a Stop is on its way: it ends this start
+            close_sources(pending[2])
+            pending = None
+        if pending is None:  # stopped while loading: the model is kept for the next Start
+            return
+        config, sources, early = pending
+        from captioner.audio.block import MODEL_RATE
+
+        if early and self.backend.sample_rate != MODEL_RATE:  # this model takes another rate: reopen at it
+            lost = captured_s(early)
+            close_sources(early)
+            try:
+                sources = self.source_factory(config.sources, self.backend)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(exc, "sources")
+                return
+            self._on_event(Notice(f"This model takes {self.backend.sample_rate} Hz audio, so the sources were "
+                                  f"opened again; the {lost:.1f} s said while it loaded are not captioned.",
+                                  "warning", "catching_up"))
+        self._begin(config, sources)
+
+    def _begin(self, config: EngineConfig, sources: list) -> None:
+        """Run the pipeline on ``sources`` (those started early have queued audio since Start)."""
+        backlog = captured_s(sources)  # said since Start while the model loaded
         try:
             extra = {"turns": config.turns} if config.turns is not None else {}
             self._run = EventGate()
@@ -307,10 +432,14 @@ class EngineWorker(QObject):
             self._pipeline.start()
         except Exception as exc:  # noqa: BLE001
             self._pipeline = None
+            close_sources(sources)
             self._fail(exc, "start")
             return
         self._set_state(RUNNING)
         emit(self.started)
+        if backlog >= 1.0:
+            self._on_event(Notice(f"Catching up: the {backlog:.0f} s said while the model loaded are being "
+                                  "captioned now; nothing was lost.", "info", "catching_up"))
         if self._watch is None:
             self._watch = QTimer(self)
             self._watch.setInterval(self.WATCH_MS)
@@ -329,6 +458,10 @@ class EngineWorker(QObject):
         """
         if self._watch is not None:
             self._watch.stop()
+        pending, self._pending = self._pending, None
+        self._stop_preview()
+        if pending is not None:  # Stop while the model loads: the capture closes now, the load goes on
+            close_sources(pending[2])
         pipeline, self._pipeline = self._pipeline, None
         if pipeline is None:
             if self.state != IDLE:
@@ -356,6 +489,7 @@ class EngineWorker(QObject):
     def unload(self) -> None:
         """Stop and release the backend (switching models or quitting)."""
         self.stop(True)
+        self._load, self._load_key = None, None  # a load in flight is released when it ends
         backend, self.backend, self._backend_key = self.backend, None, None
         if backend is not None and not self._model_busy():  # a hung call keeps it: leave it to its thread
             try:
@@ -377,32 +511,6 @@ class EngineWorker(QObject):
         if self._left_behind is not None and not self._left_behind.is_running:
             self._left_behind = None
         return self._left_behind is not None
-
-    def _ensure_backend(self, config: EngineConfig) -> bool:
-        key = config.backend_key()
-        if self._model_busy():  # still inside the call a Stop abandoned: load a fresh one
-            self.backend, self._backend_key, self._left_behind = None, None, None
-        if self.backend is not None and self._backend_key == key:
-            return True
-        self.unload()
-        self._set_state(LOADING)
-        what = "the built-in model" if config.backend == "default" else (config.model or config.backend)
-        emit(self.progress, f"Loading {what}…", -1)
-        try:
-            # the default model's one-time preparation reports to the model panel (no onnxruntime import here)
-            from captioner.asr.moonshine_prepare import progress_to
-
-            with progress_to(self._preparation_progress):
-                self.backend = self.backend_factory(config)
-        except Exception as exc:  # noqa: BLE001
-            self.backend = None
-            self._fail(exc, "load")
-            return False
-        self._backend_key = key
-        emit(self.progress, "Model ready", 100)
-        describe = getattr(self.backend, "describe", None)
-        emit(self.backend_ready, describe() if callable(describe) else str(config.backend))
-        return True
 
     def _fail(self, exc: BaseException, during: str) -> None:
         msg, code = describe_error(exc, during, self._kinds)
@@ -451,6 +559,13 @@ class EngineWorker(QObject):
                 msg, code = describe_error(err, "run", self._kinds)
                 emit(self.error, msg, code)
             emit(self.stopped)
+
+
+def _close_quietly(backend: Any) -> None:
+    try:
+        backend.close()
+    except Exception:  # noqa: BLE001 - closing must not fail the app
+        traceback.print_exc()
 
 
 class EngineController(QObject):

@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self._run_backend = ""  # the backend of the run in progress (for advice that fits it)
         self._meters: dict[str, LevelMeter] = {}
         self._stalled: set[str] = set()  # sources whose capture is stalled (waiting for audio)
+        self._catching_up = False  # decoding what was said while the model loaded (not "falling behind")
         self._quitting = False  # a close is waiting for the engine to drain
         self._close_choice: str | None = None  # "save" / "discard" once asked during a close
         self._user_quit = False  # the close in progress was asked for by the user (may ask questions)
@@ -394,6 +395,8 @@ class MainWindow(QMainWindow):
         self.sources.reset_meters()
         self.run_bar.clear_stats()
         self.messages.clear("backlog")
+        self._catching_up = False
+        self.messages.clear("catching_up")
         self._stalled.clear()  # "waiting for audio" is over with the run
         self.messages.clear_where(lambda row: row.code.startswith("capture:") and row.severity == "warning")
         self._update_controls()
@@ -443,7 +446,13 @@ class MainWindow(QMainWindow):
         overflows = sum(s.overflows for s in self._stats.values())
         dropped = sum(s.dropped_s for s in self._stats.values())
         self.run_bar.set_stats(rtf, backlog, overflows, dropped)
-        if backlog > BACKLOG_WARN_S and math.isfinite(backlog):
+        if self._catching_up:  # the audio said while the model loaded: a backlog that drains
+            if backlog < BACKLOG_OK_S:
+                self._catching_up = False
+                self.messages.clear("catching_up")
+                if self.engine_state == "running":
+                    self.run_bar.set_status("Captioning")
+        elif backlog > BACKLOG_WARN_S and math.isfinite(backlog):
             if not any(code == "backlog" for _, _, code in self.messages.messages()):
                 self.messages.show_message(
                     f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. "
@@ -454,6 +463,9 @@ class MainWindow(QMainWindow):
     def _show_notice(self, notice: Notice) -> None:
         if notice.code in ("stopped", "journal_ok"):
             return
+        if notice.code == "catching_up" and notice.severity == "info":
+            self._catching_up = True
+            self.run_bar.set_status("Captioning: catching up on what was said while the model loaded")
         if notice.code == "gap":  # a line of the transcript, between the words before and after it
             self.transcript_view.append_line(gap_line(notice.message))
             return
