@@ -57,10 +57,15 @@ class StepResult:
         state: the session's new backend state, passed back in the next row.
         events: events decoded from this row only (text deltas, turn boundaries,
             VAD probabilities), with an empty ``source``.
+        speech: for a backend that runs a 16 kHz speech VAD on the session's audio (the
+            default model's line cutter): the speech probability (0..1) of every 512-sample
+            window this row's real audio completed, in stream order; the session's turn
+            detector takes them instead of running a second VAD pass. None: not computed.
     """
 
     state: Any
     events: list[Event] = field(default_factory=list)
+    speech: list[float] | None = None
 
 
 class Backend(abc.ABC):

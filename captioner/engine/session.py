@@ -243,6 +243,18 @@ class StreamingSession:
         return None
 
     def _apply(self, row: StepRow, result: StepResult, dt: float) -> list[Event]:
+        """Take one decoded row: advance the stream, then apply the turn rules to its events."""
+        return self._post(*self._advance(row, result, dt), now=self.stream_time)
+
+    def _advance(self, row: StepRow, result: StepResult, dt: float) -> tuple[list[Event], np.ndarray | None,
+                                                                             list[float] | None]:
+        """The decoding half of :meth:`_apply`: keep the backend state, move the buffer on.
+
+        Returns:
+            ``(events, audio, speech)`` for :meth:`_post`: the row's events labelled with
+            ``source``, the real samples it decoded for the first time (``[n] float32``, for
+            the turn detector; None without one) and the backend's VAD probabilities of them.
+        """
         g = self.geometry
         new_audio = None  # the real samples this row decoded for the first time, for the turn detector
         if row.audio is not None and self.detector is not None:
@@ -258,21 +270,23 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
-        return self._post([with_source(ev, self.source) for ev in result.events], new_audio)
+        return [with_source(ev, self.source) for ev in result.events], new_audio, result.speech
 
-    def _post(self, events: list[Event], audio: np.ndarray | None) -> list[Event]:
+    def _post(self, events: list[Event], audio: np.ndarray | None, speech: list[float] | None = None,
+              now: float = 0.0) -> list[Event]:
         """Apply the turn rules (module docstring) to one row's events, then feed the turn detector
-        that row's audio, so each decision sees the text decoded up to its own audio, never later."""
+        that row's audio, so each decision sees the text decoded up to its own audio, never later.
+        ``now``: the stream time (s) the session had received when the row was decoded."""
         out: list[Event] = []
         for ev in events:
             self._route(ev, out, from_backend=True)
         if self.detector is not None:
             self.detector.note_text(out)
             if audio is not None and len(audio):
-                for ev in self.detector.feed(audio):
+                for ev in self.detector.feed(audio, speech):
                     self._route(ev, out, from_backend=False)
         if self._held and not self._text_since_turn and not self._partial_open \
-                and self.stream_time - self._held[0].time > HOLD_BOUNDARY_S:
+                and now - self._held[0].time > HOLD_BOUNDARY_S:
             self._held = []  # a model's boundary with no words in its turn: nothing ended
         return out
 

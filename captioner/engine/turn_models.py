@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from captioner.asr.vad import MODEL_RATE, EnergyVad, SileroVad, pipecat_file
+from captioner.asr.vad import MODEL_RATE, EnergyVad, pipecat_file, silero_vad
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def load_models(semantic: bool = True) -> TurnModels:
             return _models[semantic]
         problems = []
         try:
-            vad: Any = SileroVad()
+            vad: Any = silero_vad()  # the one loaded copy the default model's line cutter also uses
         except Exception as exc:  # noqa: BLE001 - missing package, corrupt file, old onnxruntime
             log.warning("Silero VAD unavailable: %s", exc)
             problems.append(f"voice detector: {exc}")

@@ -3,7 +3,9 @@
 One :class:`TurnDetector` per session (Qt-free, no threads of its own) watches the
 session's audio and the text its backend decodes:
 
-1. a voice-activity detector (Silero VAD, 32 ms windows at 16 kHz) finds each pause;
+1. a voice-activity detector (Silero VAD, 32 ms windows at 16 kHz) finds each pause
+   (the session's one VAD pass, shared with the default model's line cutter, or the
+   detector's own :class:`~captioner.asr.vad_stream.SpeechWindows`);
 2. after ``pause_s`` of silence an end-of-turn classifier (smart-turn v3.2, an
    audio-only model over the last <= 8 s of the turn) gives the probability that the
    speaker has finished;
@@ -61,11 +63,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from captioner.asr.vad import MODEL_RATE, VAD_WINDOW, EnergyVad, SileroVad
+from captioner.asr.vad_stream import SpeechWindows
 from captioner.engine.turn_models import SmartTurn, TurnModels, load_models, unavailable_message
 from captioner.engine.turn_text import UNFINISHED_WORDS, combine, text_unfinished
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VoiceActivity
@@ -156,15 +159,13 @@ class TurnDetector:
 
     def reset(self) -> None:
         """Back to stream time 0, no turn in progress."""
-        self._vad_state = self.models.vad.initial_state() if hasattr(self.models.vad, "initial_state") else None
-        self._carry = np.zeros(0, np.float32)
+        self._speech = SpeechWindows(self.models.vad)  # used when the session brings no probabilities
         self._n = 0  # 16 kHz samples consumed by the VAD
         self._history = np.zeros(0, np.float32)  # recent audio for the classifier
         self._history_start = 0  # sample index of _history[0]
         self._speaking = False
         self._speech_run = 0
         self._silence_run = 0
-        self._low_run = 0
         self._in_turn = False
         self._turn_start = 0
         self._speech_end = 0
@@ -204,8 +205,15 @@ class TurnDetector:
             else:
                 self._partial = ev.text
 
-    def feed(self, samples: np.ndarray) -> list[Event]:
-        """Consume ``[n] float32`` samples at ``sample_rate``; returns boundaries and activity events."""
+    def feed(self, samples: np.ndarray, speech: Sequence[float] | None = None) -> list[Event]:
+        """Consume ``[n] float32`` samples at ``sample_rate``; returns boundaries and activity events.
+
+        Args:
+            samples: the stream's next samples.
+            speech: the speech probability of each 512-sample window these samples complete,
+                from the session's one VAD pass (``StepResult.speech``; 16 kHz streams only);
+                None: the detector runs its own pass.
+        """
         out: list[Event] = []
         if self._notice_pending:
             self._notice_pending = False
@@ -217,11 +225,10 @@ class TurnDetector:
         if not len(x):
             return out
         self._push_history(x)
-        buf = np.concatenate([self._carry, x]) if len(self._carry) else x
-        whole = len(buf) // VAD_WINDOW * VAD_WINDOW
-        for i in range(0, whole, VAD_WINDOW):
-            out += self._window(buf[i : i + VAD_WINDOW])
-        self._carry = buf[whole:].copy()
+        if speech is None or self._resampler is not None:
+            speech = self._speech.feed(x)[:, 0]
+        for p in speech:
+            out += self._window(float(p))
         return out
 
     def finish(self) -> list[Event]:
@@ -246,9 +253,7 @@ class TurnDetector:
         a, b = start - self._history_start, end - self._history_start
         return self._history[max(0, a) : max(0, b)]
 
-    def _window(self, window: np.ndarray) -> list[Event]:
-        p, self._vad_state = self.models.vad(window, self._vad_state)
-        self._reset_vad_when_quiet(p)
+    def _window(self, p: float) -> list[Event]:
         self._n += VAD_WINDOW
         self._peak = max(self._peak, p)
         out: list[Event] = []
@@ -291,14 +296,6 @@ class TurnDetector:
                     out += self._end_turn("silence", self._last_p if self.semantic else 1.0)
         out += self._report_activity(p)
         return out
-
-    def _reset_vad_when_quiet(self, p: float) -> None:
-        # Silero's recurrent state drifts over long non-speech and then under-reports the
-        # speech that follows; pipecat resets it every ~2 s of clear non-speech. Same here.
-        self._low_run = self._low_run + 1 if p < 0.1 else 0
-        if self._low_run >= int(2.0 * MODEL_RATE / VAD_WINDOW) and hasattr(self.models.vad, "initial_state"):
-            self._vad_state = self.models.vad.initial_state()
-            self._low_run = 0
 
     def _ask(self) -> None:
         if not self.semantic:
