@@ -69,14 +69,14 @@ import numpy as np
 
 from captioner.asr.vad import MODEL_RATE, VAD_WINDOW, EnergyVad, SileroVad
 from captioner.asr.vad_stream import SpeechWindows
+from captioner.engine.head_activity import ACTIVITY_INTERVAL_S, SPEECH_ON, HeadActivity
 from captioner.engine.turn_models import SmartTurn, TurnModels, load_models, unavailable_message
 from captioner.engine.turn_text import UNFINISHED_WORDS, combine, text_unfinished
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VoiceActivity
 
 log = logging.getLogger(__name__)
 
-#: VAD speech probability that starts speech, and the lower one that ends it (hysteresis).
-SPEECH_ON = 0.5
+#: VAD speech probability that ends speech (hysteresis below ``SPEECH_ON``, which starts it).
 SPEECH_OFF = 0.35
 #: Consecutive speech windows (x 32 ms) before sound counts as speech (ignores clicks).
 MIN_SPEECH_WINDOWS = 3
@@ -86,8 +86,6 @@ PRE_SPEECH_S = 0.5
 POST_SPEECH_S = 0.2
 #: The classifier sees at most this much audio (s) (smart-turn v3 input: 8 s).
 MAX_TURN_AUDIO_S = 8.0
-#: Stream seconds between VoiceActivity reports while nothing changes.
-ACTIVITY_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -352,45 +350,6 @@ class TurnDetector:
         peak, self._peak = self._peak, 0.0
         self._activity, self._activity_t = state, t
         return [VoiceActivity(t, float(peak if state == "speaking" else p), state, self.source)]
-
-
-class HeadActivity:
-    """Indicator state for backends with their own semantic-VAD heads (Audio8).
-
-    Speech probability = 1 - the end-of-turn probability of the shortest horizon
-    ("no speech within 0.5 s"); a turn boundary switches to "turn over" until speech
-    is heard again.
-
-    Args:
-        source: label stamped on events.
-    """
-
-    def __init__(self, source: str = "") -> None:
-        self.source = source
-        self.state = "idle"
-        self._t = -1.0
-
-    def vad(self, ev: Any) -> VoiceActivity | None:
-        """A :class:`~captioner.events.VadProbabilities` step -> activity, or None when nothing changed."""
-        if not ev.eot:
-            return None
-        shortest = min(range(len(ev.eot)), key=lambda i: ev.horizons[i] if i < len(ev.horizons) else i)
-        speech = 1.0 - float(ev.eot[shortest])
-        if speech >= SPEECH_ON:
-            state = "speaking"
-        elif self.state in ("speaking", "pause"):
-            state = "pause"
-        else:
-            state = self.state
-        if state == self.state and (state in ("idle", "turn_over") or ev.time - self._t < ACTIVITY_INTERVAL_S):
-            return None
-        self.state, self._t = state, float(ev.time)
-        return VoiceActivity(float(ev.time), speech, state, self.source)
-
-    def boundary(self, ev: TurnBoundary) -> VoiceActivity:
-        """A turn boundary fired: the dot shows "turn over"."""
-        self.state, self._t = "turn_over", float(ev.time)
-        return VoiceActivity(float(ev.time), 0.0, "turn_over", self.source)
 
 
 __all__ = [
