@@ -212,6 +212,10 @@ def run(args: argparse.Namespace) -> int:
     if usage:
         _error(usage)
         return 2
+    if args.backend == "default":  # its sessions detect turns: load those models meanwhile
+        from captioner.engine.turn_models import preload
+
+        preload()
     try:
         backend = open_backend(args)
     except GeometryError as exc:
