@@ -8,8 +8,9 @@ wrapped, nothing changed) for:
 
 * ``wall_s`` / ``rtf``: from just before the process is started to its exit, over the
   audio length (start-up included);
-* ``startup_to_read_s``: from the process start to the first audio read (``load_audio``);
-  ``startup_to_decode_s``: to the first chunk submitted to the engine;
+* ``startup_to_read_s``: from the process start to the first audio read (``load_audio``),
+  ``startup_cpu_to_read_s`` the process's CPU seconds by then; ``startup_to_decode_s``: to
+  the first chunk submitted to the engine;
 * ``cpu_s``: user + system CPU of the process; ``threads``: CPU seconds per thread name;
 * ``smart_turn_calls``: end-of-turn classifier runs;
 * ``identical``: the after transcript (text, times, turn marks) equals the before one.
@@ -66,6 +67,7 @@ def probe(argv: list[str]) -> None:
 
     def load_audio(*a, **k):
         marks.setdefault("read", time.time())
+        marks.setdefault("read_cpu", time.process_time())
         return load(*a, **k)
 
     tr.load_audio = load_audio
@@ -99,6 +101,7 @@ def probe(argv: list[str]) -> None:
         out = {
             "startup_to_read_s": marks.get("read", float("nan")) - t0,
             "startup_to_decode_s": marks.get("decode", float("nan")) - t0,
+            "startup_cpu_to_read_s": marks.get("read_cpu", float("nan")),
             "cpu_s": ru.ru_utime + ru.ru_stime,
             "threads": {k: round(v, 2) for k, v in sorted(thread_cpu.items(), key=lambda kv: -kv[1])},
             **counts,

@@ -4,11 +4,13 @@
   (the line cutter's without, the turn detector's with the quiet reset), on the real Silero;
 * the line cutter cuts the same lines from probabilities computed elsewhere;
 * the turn detector decides the same from probabilities computed elsewhere;
-* through a session on the default model, Silero runs once per window and the turn
-  detector's own VAD never runs.
+* through a session on the default model, Silero runs once per window, on the session's
+  thread (not the engine's), and the turn detector's own VAD never runs.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -123,6 +125,7 @@ class CountingBatchVad(Scripted):
     """A batched scripted VAD (like SileroVad.batch): one call per window for every track."""
 
     batch_calls = 0
+    threads: set = set()
 
     @staticmethod
     def initial_state():
@@ -132,6 +135,7 @@ class CountingBatchVad(Scripted):
         rnn, ctx = state
         k = int(rnn[0, 0, 0])
         self.batch_calls += 1
+        self.threads = self.threads | {threading.current_thread().name}
         p = self.probs[k] if k < len(self.probs) else 0.0
         return np.full(len(ctx), p, np.float32), (rnn + 1, ctx)
 
@@ -160,5 +164,23 @@ def test_a_session_on_the_default_model_runs_one_vad_pass(monkeypatch):
     finally:
         backend.close()
     assert vad.batch_calls == len(probs) and vad.calls == 0 and turn_vad.calls == 0
+    assert vad.threads == {threading.current_thread().name}  # the session's thread: the engine's only decodes
     assert [e.kind for e in events if isinstance(e, TurnBoundary)] == ["silence"]
     assert "".join(e.text for e in events if isinstance(e, TextDelta) and e.final) == "Move it to Friday."
+
+
+def test_speech_read_ahead_hands_out_the_windows_of_each_stretch_once():
+    from captioner.asr.vad_stream import SpeechAhead
+
+    probs = list(np.linspace(0.0, 1.0, 40))
+    ahead = SpeechAhead(SpeechWindows(Scripted(probs), resets=(False,)))
+    audio = np.zeros(40 * VAD_WINDOW, np.float32)
+    ahead.feed(audio[:1600], 0)
+    ahead.feed(audio[1600:4000], 1600)  # read ahead ...
+    ahead.feed(audio[1600:3200], 1600)  # ... then pushed: skipped
+    assert ahead.fed == 4000
+    first, second = ahead.take(1600), ahead.take(3200)
+    assert list(first[:, 0]) == probs[:3] and list(second[:, 0]) == probs[3:6]  # windows ending by 1536, 3072
+    assert len(ahead.take(3200)) == 0  # nothing twice
+    with pytest.raises(ValueError):
+        ahead.feed(audio[:10], 5000)  # a gap

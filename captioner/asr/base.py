@@ -40,6 +40,9 @@ class StepRow:
         end: stream time (s) just after the last real (non-padding) sample.
         last: True on the final row of a stream (sent by ``end()``): the backend
             flushes whatever it holds back and may emit an end-of-stream turn.
+        speech: ``[k, tracks]`` speech probabilities of the VAD windows this row's real
+            audio completes, computed by the session with the backend's :meth:`Backend.speech_pass`
+            (as the audio arrived, or read ahead); None: the backend runs its pass itself.
     """
 
     audio: np.ndarray | None
@@ -47,6 +50,7 @@ class StepRow:
     start: float
     end: float
     last: bool = False
+    speech: np.ndarray | None = None
 
 
 @dataclass
@@ -115,6 +119,12 @@ class Backend(abc.ABC):
         """Backend-measured fields of :class:`~captioner.events.Stats` for one session's
         ``state`` (e.g. a remote server's step ms and GPU memory); ``{}`` = none."""
         return {}
+
+    def speech_pass(self) -> Any:
+        """A fresh VAD pass for one session (:class:`~captioner.asr.vad_stream.SpeechWindows`)
+        whose probabilities the backend takes as ``StepRow.speech``, so the VAD runs on the
+        session's thread instead of the engine's; None (default): the backend needs none."""
+        return None
 
     def close(self) -> None:
         """Release model resources (interpreters, GPU memory). Idempotent."""

@@ -337,7 +337,7 @@ class MoonshineBackend(Backend):
         sr = self.sample_rate
         for row in rows:
             state: _LineState = row.state if row.state is not None else _LineState(
-                LineSegmenter(None), SpeechWindows(self.vad, resets=(False, True)))
+                LineSegmenter(None), self.speech_pass())
             t0 = time.perf_counter()
             events: list[Event] = []
             speech: list[float] = []
@@ -350,7 +350,8 @@ class MoonshineBackend(Backend):
                     real = np.nan_to_num(np.asarray(real, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0)
                     self._keep(state, real)
                     state.total += len(real)
-                    probs = state.speech.feed(real)  # [k, 2]: the line cutter's track, the turn detector's
+                    # [k, 2]: the line cutter's track, the turn detector's (the session's pass, or ours)
+                    probs = row.speech if row.speech is not None else state.speech.feed(real)
                     speech = probs[:, 1].tolist()
                     events += self._lines(state, state.lines.feed(real, probs[:, 0]))
             if row.last:
@@ -363,6 +364,10 @@ class MoonshineBackend(Backend):
             events += self._partial(state)
             results.append(StepResult(state, events, speech))
         return results
+
+    def speech_pass(self) -> SpeechWindows:
+        """A session's VAD pass: track 0 cuts its lines, track 1 is its turn detector's."""
+        return SpeechWindows(self.vad, resets=(False, True))
 
     def close(self) -> None:
         """Stop the partial thread (the shared model stays loaded for the process)."""

@@ -123,3 +123,44 @@ class SpeechWindows:
         fresh_rnn, fresh_ctx = self.vad.initial_state()
         rnn[:, t], ctx[t] = fresh_rnn[:, 0], fresh_ctx[0]
         self._state = (rnn, ctx)
+
+
+class SpeechAhead:
+    """A session's :class:`SpeechWindows` run as its samples arrive -- or before, on a file read
+    ahead -- and handed out per decoded stretch (``StepRow.speech``), so the engine thread
+    only decodes.
+
+    Args:
+        windows: the backend's pass (``Backend.speech_pass()``), fresh.
+
+    Attributes:
+        fed: stream samples given to the pass so far.
+    """
+
+    def __init__(self, windows: SpeechWindows) -> None:
+        self.windows = windows
+        self.fed = 0
+        self._ready = np.zeros((0, len(windows.resets)))
+        self._first = 0  # window index of _ready[0]
+
+    def feed(self, samples: np.ndarray, at: int) -> None:
+        """Run the pass on ``[n] float32`` samples that start at stream sample ``at``; the part
+        the pass has had already (a block read ahead, then pushed) is skipped.
+
+        Raises:
+            ValueError: the samples leave a gap after what the pass has had.
+        """
+        if at > self.fed:
+            raise ValueError(f"samples from {at} leave a gap after {self.fed}")
+        new = samples[self.fed - at :]
+        if len(new):
+            self._ready = np.concatenate([self._ready, self.windows.feed(new)])
+            self.fed += len(new)
+
+    def take(self, end: int) -> np.ndarray:
+        """``[k, tracks]``: the probabilities of the windows that end at or before stream sample
+        ``end`` and were not taken yet, in order."""
+        k = max(0, min(len(self._ready), end // VAD_WINDOW - self._first))
+        out, self._ready = self._ready[:k], self._ready[k:]
+        self._first += k
+        return out

@@ -5,7 +5,8 @@ thread, runs the turn rules and the turn detector (smart-turn, whose ONNX call a
 features release the GIL) on it, while the engine thread waits for the next chunk. A
 file does not have to wait: :class:`ReadAhead` feeds the blocks of a file to the session
 on a *reader* thread (which submits each chunk to the engine as soon as the previous one
-is decoded) and hands every decoded chunk to the calling thread, which applies the turn
+is decoded, and meanwhile runs the session's VAD pass on the next block, see
+``Backend.speech_pass``) and hands every decoded chunk to the calling thread, which applies the turn
 half (:meth:`StreamingSession._post`) in stream order. The two halves touch disjoint
 parts of the session (the reader: buffer, backend state and counters; the caller: turn
 state and detector), and each chunk's turn half gets the stream time its ``feed`` would
@@ -30,9 +31,10 @@ from captioner.events import Event
 if TYPE_CHECKING:
     from captioner.engine.session import StreamingSession
 
-#: Decoded chunks that may wait for their turn half (memory bound: each holds one chunk's
-#: audio and events; 200 x 0.1 s = 20 s of the default model's audio).
-MAX_AHEAD = 200
+#: Decoded chunks that may wait for their turn half: each holds one chunk's audio and events,
+#: and a Stop hands them all out (their turn halves run then), so 50 x 0.1 s = 5 s of the
+#: default model's audio, about 0.1-0.3 s of work: plenty to ride out a smart-turn call.
+MAX_AHEAD = 50
 #: Seconds between the reader's checks for a stop while the queue is full.
 POLL_S = 0.1
 
@@ -113,13 +115,18 @@ class ReadAhead:
     def _read(self) -> None:
         s = self.session
         try:
-            for block in self._blocks:
-                if self._halt.is_set():
-                    break
+            upcoming = next(self._blocks, None)
+            while upcoming is not None and not self._halt.is_set():
+                block, upcoming = upcoming, next(self._blocks, None)
                 s._push(block)
+                ahead = upcoming is not None  # its VAD pass waits for the first chunk in flight
                 while (row := s._next_row()) is not None:
                     t0 = time.perf_counter()
-                    result = s.engine.submit(row, s).result()
+                    future = s.engine.submit(row, s)
+                    if ahead:
+                        s._speech_ahead(upcoming)  # while the engine decodes this chunk
+                        ahead = False
+                    result = future.result()
                     events, audio, speech = s._advance(row, result, time.perf_counter() - t0)
                     self._put(("row", (events, audio, speech, s.stream_time)))
                     if self._halt.is_set():

@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
+from captioner.asr.vad_stream import SpeechAhead
 from captioner.engine.batcher import BatchEngine
 from captioner.engine.rounds import feed_many  # noqa: F401 - re-exported: several sessions from one thread
 from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
@@ -124,6 +125,8 @@ class StreamingSession:
         self._held: list[TurnBoundary] = []  # boundaries waiting for the last words of their turns
         self._partial_open = False  # the backend shows unstable text not yet final
         self._activity = HeadActivity(self.source) if self.turn_mode == "model" else None
+        windows = self.backend.speech_pass() if isinstance(self.backend, Backend) else None
+        self._speech = SpeechAhead(windows) if windows is not None else None  # the VAD pass, run here
         if self.detector is not None:
             self.detector.source = self.source
             self.detector.reset()
@@ -209,8 +212,16 @@ class StreamingSession:
         arr, bad = sanitize(block)
         self.nonfinite_samples += bad
         if arr.size:
+            if self._speech is not None:
+                self._speech.feed(arr, self.samples_in)
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
+
+    def _speech_ahead(self, block: np.ndarray | Sequence[float]) -> None:
+        """Run the VAD pass on the block that will be pushed next (a file read ahead: while the
+        engine decodes the previous chunk); the push then skips it."""
+        if self._speech is not None:
+            self._speech.feed(sanitize(block)[0], self.samples_in)
 
     def _begin_end(self) -> None:
         g = self.geometry
@@ -238,7 +249,8 @@ class StreamingSession:
             chunk_end = self._buf_pos + g.chunk_size
             last = self._ending and len(self.buffer) - g.chunk_step < g.chunk_size
             real_end = min(chunk_end, self._real_end) if self._ending else chunk_end
-            return StepRow(chunk, self.state, self._new_from / sr, max(real_end, self._new_from) / sr, last)
+            speech = self._speech.take(real_end) if self._speech is not None else None
+            return StepRow(chunk, self.state, self._new_from / sr, max(real_end, self._new_from) / sr, last, speech)
         if self._ending and not self._finished:
             t = self.samples_in / sr
             return StepRow(None, self.state, t, t, True)
