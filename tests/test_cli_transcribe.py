@@ -157,13 +157,13 @@ def test_over_full_scale_float_file_is_scaled_not_clipped(tmp_path, capsys, monk
     from captioner.commands import transcribe as cmd
 
     seen = {}
-    real = cmd.StreamingSession.feed
+    real = cmd.StreamingSession._push  # where every block enters a session, read ahead or fed
 
     def spy(self, block):
         seen["peak"] = max(seen.get("peak", 0.0), float(np.max(np.abs(block)))) if len(block) else seen.get("peak", 0.0)
         return real(self, block)
 
-    monkeypatch.setattr(cmd.StreamingSession, "feed", spy)
+    monkeypatch.setattr(cmd.StreamingSession, "_push", spy)
     wav = tmp_path / "loud.wav"
     t = np.arange(16000) / 16000
     sf.write(wav, (800.0 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), 16000, subtype="FLOAT")

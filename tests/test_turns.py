@@ -154,6 +154,17 @@ def test_long_silence_ends_the_turn_anyway():
     assert b.probability == pytest.approx(combine(0.1, "and then"))
 
 
+def test_the_classifier_runs_once_per_pause_however_long_the_pause():
+    """Issue 30.3: smart-turn (features and network) runs where a pause can end a turn, once:
+    not again while the pause goes on, not for silence outside a turn, not for speech."""
+    det = detector(0.1, silence_s=3.0)  # "still talking": the pause runs on to the silence limit
+    audio = script((1.0, 0.0), (1.0, 0.95), (0.4, 0.0), (1.0, 0.95), (4.0, 0.0), (3.0, 0.0))
+    events = run_detector(det, audio, [(1.8, TextDelta("and then", 1.0, 2.0)), (3.3, TextDelta("we", 2.4, 3.4))])
+    assert det.models.classifier.calls == 1  # the 0.4 s gap is shorter than pause_s; the 7 s pause asks once
+    assert [b.kind for b in boundaries(events)] == ["silence"]
+    assert len(det.decisions) == 1 and det.decisions[0][0] == pytest.approx(3.4 + 0.5, abs=0.1)
+
+
 def test_threshold_is_the_turn_sensitivity():
     audio = script((1.0, 0.95), (1.5, 0.0))
     text = [(1.2, TextDelta("Yes.", 0.0, 1.0))]

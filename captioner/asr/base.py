@@ -40,6 +40,9 @@ class StepRow:
         end: stream time (s) just after the last real (non-padding) sample.
         last: True on the final row of a stream (sent by ``end()``): the backend
             flushes whatever it holds back and may emit an end-of-stream turn.
+        speech: ``[k, tracks]`` speech probabilities of the VAD windows this row's real
+            audio completes, computed by the session with the backend's :meth:`Backend.speech_pass`
+            (as the audio arrived, or read ahead); None: the backend runs its pass itself.
     """
 
     audio: np.ndarray | None
@@ -47,6 +50,7 @@ class StepRow:
     start: float
     end: float
     last: bool = False
+    speech: np.ndarray | None = None
 
 
 @dataclass
@@ -57,10 +61,15 @@ class StepResult:
         state: the session's new backend state, passed back in the next row.
         events: events decoded from this row only (text deltas, turn boundaries,
             VAD probabilities), with an empty ``source``.
+        speech: for a backend that runs a 16 kHz speech VAD on the session's audio (the
+            default model's line cutter): the speech probability (0..1) of every 512-sample
+            window this row's real audio completed, in stream order; the session's turn
+            detector takes them instead of running a second VAD pass. None: not computed.
     """
 
     state: Any
     events: list[Event] = field(default_factory=list)
+    speech: list[float] | None = None
 
 
 class Backend(abc.ABC):
@@ -110,6 +119,12 @@ class Backend(abc.ABC):
         """Backend-measured fields of :class:`~captioner.events.Stats` for one session's
         ``state`` (e.g. a remote server's step ms and GPU memory); ``{}`` = none."""
         return {}
+
+    def speech_pass(self) -> Any:
+        """A fresh VAD pass for one session (:class:`~captioner.asr.vad_stream.SpeechWindows`)
+        whose probabilities the backend takes as ``StepRow.speech``, so the VAD runs on the
+        session's thread instead of the engine's; None (default): the backend needs none."""
+        return None
 
     def close(self) -> None:
         """Release model resources (interpreters, GPU memory). Idempotent."""

@@ -37,6 +37,7 @@ from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
 from captioner.asr.repeats import collapse_repeats
+from captioner.asr.vad_stream import SpeechWindows
 from captioner.events import Event, TextDelta, TurnBoundary
 
 if TYPE_CHECKING:  # the budget lives with the engine; the backend only consults it
@@ -104,6 +105,9 @@ class _LineState:
 
     Attributes:
         lines: this session's :class:`~captioner.asr.moonshine_lines.LineSegmenter`.
+        speech: this session's one VAD pass (two tracks, see :mod:`captioner.asr.vad_stream`):
+            track 0 cuts the lines, track 1 goes back to the session (``StepResult.speech``)
+            for its turn detector.
         total: samples fed to the session since it started.
         ring: ``[<= KEEP_S * 16000] float32``: the latest audio (bounded).
         ring_start: session sample index of ``ring[0]``.
@@ -116,6 +120,7 @@ class _LineState:
     """
 
     lines: LineSegmenter
+    speech: SpeechWindows
     total: int = 0
     ring: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     ring_start: int = 0
@@ -331,9 +336,11 @@ class MoonshineBackend(Backend):
         results = []
         sr = self.sample_rate
         for row in rows:
-            state: _LineState = row.state if row.state is not None else _LineState(LineSegmenter(self.vad))
+            state: _LineState = row.state if row.state is not None else _LineState(
+                LineSegmenter(None), self.speech_pass())
             t0 = time.perf_counter()
             events: list[Event] = []
+            speech: list[float] = []
             if row.audio is not None:
                 real = row.audio
                 n_real = int(round((row.end - row.start) * sr)) if row.last else len(real)
@@ -343,17 +350,24 @@ class MoonshineBackend(Backend):
                     real = np.nan_to_num(np.asarray(real, dtype=np.float32), nan=0.0, posinf=0.0, neginf=0.0)
                     self._keep(state, real)
                     state.total += len(real)
-                    events += self._lines(state, state.lines.feed(real))
+                    # [k, 2]: the line cutter's track, the turn detector's (the session's pass, or ours)
+                    probs = row.speech if row.speech is not None else state.speech.feed(real)
+                    speech = probs[:, 1].tolist()
+                    events += self._lines(state, state.lines.feed(real, probs[:, 0]))
             if row.last:
                 events += self._lines(state, state.lines.finish(), at_end=True)
                 self.budget.forget(state.key)
                 self._worker.discard(state.key)
-                results.append(StepResult(None, events))
+                results.append(StepResult(None, events, speech))
                 continue
             self.budget.record_required(time.perf_counter() - t0)
             events += self._partial(state)
-            results.append(StepResult(state, events))
+            results.append(StepResult(state, events, speech))
         return results
+
+    def speech_pass(self) -> SpeechWindows:
+        """A session's VAD pass: track 0 cuts its lines, track 1 is its turn detector's."""
+        return SpeechWindows(self.vad, resets=(False, True))
 
     def close(self) -> None:
         """Stop the partial thread (the shared model stays loaded for the process)."""

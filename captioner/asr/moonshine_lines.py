@@ -26,7 +26,7 @@ Positions are sample indices at 16 kHz from the start of the session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -64,7 +64,9 @@ class LineSegmenter:
 
     Args:
         vad: a streaming VAD ``vad(window [512] float32, state) -> (p, state)`` with an
-            ``initial_state()`` (the shared :class:`~captioner.asr.vad.SileroVad`).
+            ``initial_state()`` (the shared :class:`~captioner.asr.vad.SileroVad`), or None
+            when every :meth:`feed` brings the probabilities computed elsewhere (the
+            session's one VAD pass, :class:`~captioner.asr.vad_stream.SpeechWindows`).
         max_line_s: longest line (s).
         sample_rate: 16000 (the VAD's rate).
     """
@@ -74,7 +76,7 @@ class LineSegmenter:
         self.max_line = int(max_line_s * sample_rate)
         self.look_behind = int(LOOK_BEHIND_S * sample_rate)
         self.cut_search = int(CUT_SEARCH_S * sample_rate) // VAD_WINDOW
-        self._state = vad.initial_state() if hasattr(vad, "initial_state") else None
+        self._state = vad.initial_state() if vad is not None and hasattr(vad, "initial_state") else None
         self._carry = np.zeros(0, np.float32)
         self._n = 0  # samples consumed by the VAD (whole windows)
         self._probs: list[float] = []  # the last SMOOTH_WINDOWS probabilities
@@ -88,18 +90,33 @@ class LineSegmenter:
         """Samples consumed by the VAD so far (a multiple of 512)."""
         return self._n
 
-    def feed(self, samples: np.ndarray) -> list[LineEvent]:
-        """Take ``[n] float32`` samples; returns the lines opened and closed, in order."""
+    def feed(self, samples: np.ndarray, probs: Sequence[float] | None = None) -> list[LineEvent]:
+        """Take ``[n] float32`` samples; returns the lines opened and closed, in order.
+
+        Args:
+            samples: ``[n] float32`` at 16 kHz.
+            probs: the speech probability of each window these samples complete
+                (``(pending + n) // 512`` values, computed elsewhere on the same samples);
+                None: this segmenter's ``vad`` computes them.
+
+        Raises:
+            ValueError: ``probs`` does not hold one value per completed window.
+        """
         x = np.asarray(samples, dtype=np.float32)
         if self._carry.size:
             x = np.concatenate([self._carry, x])
         out: list[LineEvent] = []
         whole = len(x) - len(x) % VAD_WINDOW
-        for i in range(0, whole, VAD_WINDOW):
-            window = x[i : i + VAD_WINDOW]
-            if not np.all(np.isfinite(window)):
-                window = np.nan_to_num(window, nan=0.0, posinf=0.0, neginf=0.0)
-            p, self._state = self.vad(window, self._state)
+        if probs is not None and len(probs) != whole // VAD_WINDOW:
+            raise ValueError(f"{len(probs)} probabilities for {whole // VAD_WINDOW} windows")
+        for k, i in enumerate(range(0, whole, VAD_WINDOW)):
+            if probs is None:
+                window = x[i : i + VAD_WINDOW]
+                if not np.all(np.isfinite(window)):
+                    window = np.nan_to_num(window, nan=0.0, posinf=0.0, neginf=0.0)
+                p, self._state = self.vad(window, self._state)
+            else:
+                p = probs[k]
             self._n += VAD_WINDOW
             out += self._window(float(p))
         self._carry = x[whole:].copy()

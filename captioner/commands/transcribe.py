@@ -3,7 +3,10 @@
 The file is decoded with soundfile (any rate, any channel count), downmixed, resampled
 to the backend rate with soxr, and fed in blocks of one clock step (the backend's
 ``chunk_step``), or paced in real time with ``--realtime``, through the same
-:class:`~captioner.engine.session.StreamingSession` that live audio uses. Every final
+:class:`~captioner.engine.session.StreamingSession` that live audio uses. Without
+``--realtime`` the blocks are read ahead (:class:`~captioner.engine.readahead.ReadAhead`):
+the next chunks decode while the turn detector works on the previous ones; the
+transcript is the same. Every final
 text and turn goes to the autosave journal as it is decoded, so a failing output disk
 loses nothing.
 
@@ -36,6 +39,7 @@ from captioner.commands.backend_options import (
     text_mask,
     turn_settings,
 )
+from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
 from captioner.transcript.live import LiveTranscript
@@ -208,6 +212,10 @@ def run(args: argparse.Namespace) -> int:
     if usage:
         _error(usage)
         return 2
+    if args.backend == "default":  # its sessions detect turns: load those models meanwhile
+        from captioner.engine.turn_models import preload
+
+        preload()
     try:
         backend = open_backend(args)
     except GeometryError as exc:
@@ -244,20 +252,27 @@ def run(args: argparse.Namespace) -> int:
     stats = session.stats()
     errors: list[Notice] = []  # error notices from the backend (e.g. a remote server lost at the end)
     stop = _StopRequest(getattr(backend, "interrupt", None))
+    ahead = None if args.realtime else ReadAhead(session, (audio[i : i + block] for i in range(0, len(audio), block)))
     try:
         with stop:
             for i in range(0, len(audio), block):
                 if stop.asked:
                     break
                 piece = audio[i : i + block]
-                if args.realtime:
+                if ahead is not None:
+                    events = next(ahead, [])
+                else:
                     wait = t_start + (i + len(piece)) / rate - time.perf_counter()
                     if wait > 0:
                         time.sleep(wait)  # pacing like a live device, not synchronisation
-                for ev in session.feed(piece):
+                    events = session.feed(piece)
+                for ev in events:
                     _notice(live.add(ev))
                     _backend_notice(ev, errors)
                 progress.update((i + len(piece)) / rate)
+            for ev in ahead.close() if ahead is not None else []:  # decoded before a stop
+                _notice(live.add(ev))
+                _backend_notice(ev, errors)
             stats = session.stats()
             if stop.asked and not callable(getattr(backend, "interrupt", None)):
                 pass  # a local model's flush is not bounded: keep what was decoded
@@ -275,6 +290,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
     finally:
         progress.done()
+        if ahead is not None:
+            ahead.abandon()  # after an error or a second Ctrl-C: the reader stops at its next chunk
     if stop.asked:  # Ctrl-C / SIGTERM / SIGHUP: the text so far is still written
         _notice(live.close())
         problem = deliver_transcript(live.transcript, args.output, fmt)

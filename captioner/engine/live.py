@@ -4,7 +4,7 @@
 objects (microphone "You", system audio "Meeting", files) and one
 :class:`~captioner.engine.session.StreamingSession` per source, all on one shared
 backend. Its thread pulls every queued block from every source, feeds them with
-:func:`~captioner.engine.session.feed_many` (so the sources share model calls, up
+:func:`~captioner.engine.rounds.feed_many` (so the sources share model calls, up
 to the backend's ``B`` rows per call), and hands every event to ``on_event``:
 
 * :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities`` /
@@ -59,7 +59,8 @@ from captioner.asr.base import BackendError
 from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
-from captioner.engine.session import StreamingSession, feed_many
+from captioner.engine.rounds import feed_many
+from captioner.engine.session import StreamingSession
 from captioner.engine.turns import TurnSettings
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
 

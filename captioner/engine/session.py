@@ -22,7 +22,8 @@ session also reports :class:`~captioner.events.VoiceActivity` for the UI indicat
 
 A session sends its chunks in order and waits for each one; do not call one session
 from two threads at once. To batch several sessions from one thread use
-:func:`feed_many`.
+:func:`~captioner.engine.rounds.feed_many`; to read a file ahead of the turn detection,
+:class:`~captioner.engine.readahead.ReadAhead`.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
+from captioner.asr.vad_stream import SpeechAhead
 from captioner.engine.batcher import BatchEngine
+from captioner.engine.rounds import feed_many  # noqa: F401 - re-exported: several sessions from one thread
 from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
 from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
 
@@ -122,6 +125,8 @@ class StreamingSession:
         self._held: list[TurnBoundary] = []  # boundaries waiting for the last words of their turns
         self._partial_open = False  # the backend shows unstable text not yet final
         self._activity = HeadActivity(self.source) if self.turn_mode == "model" else None
+        windows = self.backend.speech_pass() if isinstance(self.backend, Backend) else None
+        self._speech = SpeechAhead(windows) if windows is not None else None  # the VAD pass, run here
         if self.detector is not None:
             self.detector.source = self.source
             self.detector.reset()
@@ -207,8 +212,16 @@ class StreamingSession:
         arr, bad = sanitize(block)
         self.nonfinite_samples += bad
         if arr.size:
+            if self._speech is not None:
+                self._speech.feed(arr, self.samples_in)
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
+
+    def _speech_ahead(self, block: np.ndarray | Sequence[float]) -> None:
+        """Run the VAD pass on the block that will be pushed next (a file read ahead: while the
+        engine decodes the previous chunk); the push then skips it."""
+        if self._speech is not None:
+            self._speech.feed(sanitize(block)[0], self.samples_in)
 
     def _begin_end(self) -> None:
         g = self.geometry
@@ -236,13 +249,26 @@ class StreamingSession:
             chunk_end = self._buf_pos + g.chunk_size
             last = self._ending and len(self.buffer) - g.chunk_step < g.chunk_size
             real_end = min(chunk_end, self._real_end) if self._ending else chunk_end
-            return StepRow(chunk, self.state, self._new_from / sr, max(real_end, self._new_from) / sr, last)
+            speech = self._speech.take(real_end) if self._speech is not None else None
+            return StepRow(chunk, self.state, self._new_from / sr, max(real_end, self._new_from) / sr, last, speech)
         if self._ending and not self._finished:
             t = self.samples_in / sr
             return StepRow(None, self.state, t, t, True)
         return None
 
     def _apply(self, row: StepRow, result: StepResult, dt: float) -> list[Event]:
+        """Take one decoded row: advance the stream, then apply the turn rules to its events."""
+        return self._post(*self._advance(row, result, dt), now=self.stream_time)
+
+    def _advance(self, row: StepRow, result: StepResult, dt: float) -> tuple[list[Event], np.ndarray | None,
+                                                                             list[float] | None]:
+        """The decoding half of :meth:`_apply`: keep the backend state, move the buffer on.
+
+        Returns:
+            ``(events, audio, speech)`` for :meth:`_post`: the row's events labelled with
+            ``source``, the real samples it decoded for the first time (``[n] float32``, for
+            the turn detector; None without one) and the backend's VAD probabilities of them.
+        """
         g = self.geometry
         new_audio = None  # the real samples this row decoded for the first time, for the turn detector
         if row.audio is not None and self.detector is not None:
@@ -258,21 +284,23 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
-        return self._post([with_source(ev, self.source) for ev in result.events], new_audio)
+        return [with_source(ev, self.source) for ev in result.events], new_audio, result.speech
 
-    def _post(self, events: list[Event], audio: np.ndarray | None) -> list[Event]:
+    def _post(self, events: list[Event], audio: np.ndarray | None, speech: list[float] | None = None,
+              now: float = 0.0) -> list[Event]:
         """Apply the turn rules (module docstring) to one row's events, then feed the turn detector
-        that row's audio, so each decision sees the text decoded up to its own audio, never later."""
+        that row's audio, so each decision sees the text decoded up to its own audio, never later.
+        ``now``: the stream time (s) the session had received when the row was decoded."""
         out: list[Event] = []
         for ev in events:
             self._route(ev, out, from_backend=True)
         if self.detector is not None:
             self.detector.note_text(out)
             if audio is not None and len(audio):
-                for ev in self.detector.feed(audio):
+                for ev in self.detector.feed(audio, speech):
                     self._route(ev, out, from_backend=False)
         if self._held and not self._text_since_turn and not self._partial_open \
-                and self.stream_time - self._held[0].time > HOLD_BOUNDARY_S:
+                and now - self._held[0].time > HOLD_BOUNDARY_S:
             self._held = []  # a model's boundary with no words in its turn: nothing ended
         return out
 
@@ -347,58 +375,3 @@ class StreamingSession:
             result = await asyncio.wrap_future(self.engine.submit(row, self))
             events += self._apply(row, result, time.perf_counter() - t0)
         return events
-
-
-def feed_many(blocks: Iterable[tuple[StreamingSession, np.ndarray | None]], end: bool = False) -> list[Event]:
-    """Feed several sessions from one thread so their chunks share model calls.
-
-    Each round submits the next chunk of every session that has one, in one go, so
-    the engine can batch them (up to ``B`` per call); rounds repeat until no session
-    has a whole chunk left.
-
-    Args:
-        blocks: ``(session, block)`` pairs; ``block`` may be ``None`` (nothing new).
-        end: when True, flush and reset every session as :meth:`StreamingSession.end` does.
-
-    Returns:
-        All events, in round order (each session's own events stay in order).
-    """
-    sessions: list[StreamingSession] = []
-    for s, block in blocks:
-        if block is not None:
-            s._push(block)
-        if end:
-            s._begin_end()
-        sessions.append(s)
-    events: list[Event] = []
-    try:
-        while True:
-            rows = [(s, r) for s in sessions if (r := s._next_row()) is not None]
-            if not rows:
-                break
-            by_engine: dict[int, list[tuple[StreamingSession, StepRow]]] = {}
-            for s, r in rows:
-                by_engine.setdefault(id(s.engine), []).append((s, r))
-            pending = []
-            t0 = time.perf_counter()
-            for group in by_engine.values():
-                futs = group[0][0].engine.submit_many([(r, s) for s, r in group])
-                pending += [(s, r, f) for (s, r), f in zip(group, futs)]
-            first_error: BaseException | None = None
-            for s, r, f in pending:
-                try:
-                    res = f.result()
-                except BaseException as exc:  # keep the other sessions consistent
-                    first_error = first_error or exc
-                    continue
-                events += s._apply(r, res, time.perf_counter() - t0)
-            if first_error is not None:
-                raise first_error
-        if end:
-            for s in sessions:
-                events += s._end_events()
-    finally:
-        if end:
-            for s in sessions:
-                s.start()
-    return events

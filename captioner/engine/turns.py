@@ -3,7 +3,9 @@
 One :class:`TurnDetector` per session (Qt-free, no threads of its own) watches the
 session's audio and the text its backend decodes:
 
-1. a voice-activity detector (Silero VAD, 32 ms windows at 16 kHz) finds each pause;
+1. a voice-activity detector (Silero VAD, 32 ms windows at 16 kHz) finds each pause
+   (the session's one VAD pass, shared with the default model's line cutter, or the
+   detector's own :class:`~captioner.asr.vad_stream.SpeechWindows`);
 2. after ``pause_s`` of silence an end-of-turn classifier (smart-turn v3.2, an
    audio-only model over the last <= 8 s of the turn) gives the probability that the
    speaker has finished;
@@ -61,19 +63,20 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from captioner.asr.vad import MODEL_RATE, VAD_WINDOW, EnergyVad, SileroVad
+from captioner.asr.vad_stream import SpeechWindows
+from captioner.engine.head_activity import ACTIVITY_INTERVAL_S, SPEECH_ON, HeadActivity
 from captioner.engine.turn_models import SmartTurn, TurnModels, load_models, unavailable_message
 from captioner.engine.turn_text import UNFINISHED_WORDS, combine, text_unfinished
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VoiceActivity
 
 log = logging.getLogger(__name__)
 
-#: VAD speech probability that starts speech, and the lower one that ends it (hysteresis).
-SPEECH_ON = 0.5
+#: VAD speech probability that ends speech (hysteresis below ``SPEECH_ON``, which starts it).
 SPEECH_OFF = 0.35
 #: Consecutive speech windows (x 32 ms) before sound counts as speech (ignores clicks).
 MIN_SPEECH_WINDOWS = 3
@@ -83,8 +86,6 @@ PRE_SPEECH_S = 0.5
 POST_SPEECH_S = 0.2
 #: The classifier sees at most this much audio (s) (smart-turn v3 input: 8 s).
 MAX_TURN_AUDIO_S = 8.0
-#: Stream seconds between VoiceActivity reports while nothing changes.
-ACTIVITY_INTERVAL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -156,15 +157,13 @@ class TurnDetector:
 
     def reset(self) -> None:
         """Back to stream time 0, no turn in progress."""
-        self._vad_state = self.models.vad.initial_state() if hasattr(self.models.vad, "initial_state") else None
-        self._carry = np.zeros(0, np.float32)
+        self._speech = SpeechWindows(self.models.vad)  # used when the session brings no probabilities
         self._n = 0  # 16 kHz samples consumed by the VAD
         self._history = np.zeros(0, np.float32)  # recent audio for the classifier
         self._history_start = 0  # sample index of _history[0]
         self._speaking = False
         self._speech_run = 0
         self._silence_run = 0
-        self._low_run = 0
         self._in_turn = False
         self._turn_start = 0
         self._speech_end = 0
@@ -204,8 +203,15 @@ class TurnDetector:
             else:
                 self._partial = ev.text
 
-    def feed(self, samples: np.ndarray) -> list[Event]:
-        """Consume ``[n] float32`` samples at ``sample_rate``; returns boundaries and activity events."""
+    def feed(self, samples: np.ndarray, speech: Sequence[float] | None = None) -> list[Event]:
+        """Consume ``[n] float32`` samples at ``sample_rate``; returns boundaries and activity events.
+
+        Args:
+            samples: the stream's next samples.
+            speech: the speech probability of each 512-sample window these samples complete,
+                from the session's one VAD pass (``StepResult.speech``; 16 kHz streams only);
+                None: the detector runs its own pass.
+        """
         out: list[Event] = []
         if self._notice_pending:
             self._notice_pending = False
@@ -217,11 +223,10 @@ class TurnDetector:
         if not len(x):
             return out
         self._push_history(x)
-        buf = np.concatenate([self._carry, x]) if len(self._carry) else x
-        whole = len(buf) // VAD_WINDOW * VAD_WINDOW
-        for i in range(0, whole, VAD_WINDOW):
-            out += self._window(buf[i : i + VAD_WINDOW])
-        self._carry = buf[whole:].copy()
+        if speech is None or self._resampler is not None:
+            speech = self._speech.feed(x)[:, 0]
+        for p in speech:
+            out += self._window(float(p))
         return out
 
     def finish(self) -> list[Event]:
@@ -246,9 +251,7 @@ class TurnDetector:
         a, b = start - self._history_start, end - self._history_start
         return self._history[max(0, a) : max(0, b)]
 
-    def _window(self, window: np.ndarray) -> list[Event]:
-        p, self._vad_state = self.models.vad(window, self._vad_state)
-        self._reset_vad_when_quiet(p)
+    def _window(self, p: float) -> list[Event]:
         self._n += VAD_WINDOW
         self._peak = max(self._peak, p)
         out: list[Event] = []
@@ -291,14 +294,6 @@ class TurnDetector:
                     out += self._end_turn("silence", self._last_p if self.semantic else 1.0)
         out += self._report_activity(p)
         return out
-
-    def _reset_vad_when_quiet(self, p: float) -> None:
-        # Silero's recurrent state drifts over long non-speech and then under-reports the
-        # speech that follows; pipecat resets it every ~2 s of clear non-speech. Same here.
-        self._low_run = self._low_run + 1 if p < 0.1 else 0
-        if self._low_run >= int(2.0 * MODEL_RATE / VAD_WINDOW) and hasattr(self.models.vad, "initial_state"):
-            self._vad_state = self.models.vad.initial_state()
-            self._low_run = 0
 
     def _ask(self) -> None:
         if not self.semantic:
@@ -355,45 +350,6 @@ class TurnDetector:
         peak, self._peak = self._peak, 0.0
         self._activity, self._activity_t = state, t
         return [VoiceActivity(t, float(peak if state == "speaking" else p), state, self.source)]
-
-
-class HeadActivity:
-    """Indicator state for backends with their own semantic-VAD heads (Audio8).
-
-    Speech probability = 1 - the end-of-turn probability of the shortest horizon
-    ("no speech within 0.5 s"); a turn boundary switches to "turn over" until speech
-    is heard again.
-
-    Args:
-        source: label stamped on events.
-    """
-
-    def __init__(self, source: str = "") -> None:
-        self.source = source
-        self.state = "idle"
-        self._t = -1.0
-
-    def vad(self, ev: Any) -> VoiceActivity | None:
-        """A :class:`~captioner.events.VadProbabilities` step -> activity, or None when nothing changed."""
-        if not ev.eot:
-            return None
-        shortest = min(range(len(ev.eot)), key=lambda i: ev.horizons[i] if i < len(ev.horizons) else i)
-        speech = 1.0 - float(ev.eot[shortest])
-        if speech >= SPEECH_ON:
-            state = "speaking"
-        elif self.state in ("speaking", "pause"):
-            state = "pause"
-        else:
-            state = self.state
-        if state == self.state and (state in ("idle", "turn_over") or ev.time - self._t < ACTIVITY_INTERVAL_S):
-            return None
-        self.state, self._t = state, float(ev.time)
-        return VoiceActivity(float(ev.time), speech, state, self.source)
-
-    def boundary(self, ev: TurnBoundary) -> VoiceActivity:
-        """A turn boundary fired: the dot shows "turn over"."""
-        self.state, self._t = "turn_over", float(ev.time)
-        return VoiceActivity(float(ev.time), 0.0, "turn_over", self.source)
 
 
 __all__ = [
