@@ -23,7 +23,7 @@ MAX_CHARS = 60
 #: Bonus on the log-probability of each next token of a hotword (natural-log units,
 #: added per token). 0 turns biasing off; 10 is the most accepted (the remote server's
 #: range too). The default was chosen with ``bench/hotwords.py`` (README, Hotwords).
-DEFAULT_BOOST = 4.0
+DEFAULT_BOOST = 6.0
 MIN_BOOST, MAX_BOOST = 0.0, 10.0
 #: Longest hotwords file read (bytes): 500 words of 60 characters plus comments fit easily.
 MAX_FILE_BYTES = 256 * 1024

@@ -40,7 +40,12 @@ from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
 
 #: Words decoded after a hotword completed before it gets a bonus to start again.
 REENTRY_WORDS = 8
-DEBUG: list | None = None
+#: A hotword the bonus steered is kept only if the model alone gives its tokens a total
+#: log-probability of at least ``-KEEP_FACTOR * boost`` (else its bonus is taken back).
+#: Measured on ``bench/hotwords.py`` (2026-12-02, boost 8): hotwords that were said had
+#: totals from -0.2 to -27 (most above -12), steered hotwords that were not said from -5
+#: to -41 (most below -12).
+KEEP_FACTOR = 2.0
 
 
 class HotwordTree:
@@ -65,7 +70,7 @@ class HotwordTree:
     def __init__(self, words: Sequence[str], tokenizer: Tokenizer, boost: float = DEFAULT_BOOST) -> None:
         self.words = tuple(words)
         self.boost = check_boost(boost)
-        self.max_cost = float("inf")
+        self.floor = -KEEP_FACTOR * self.boost
         self.children: list[dict[int, int]] = [{}]
         self.word_of: list[int] = [-1]
         spaced: set[int] = set()
@@ -138,6 +143,7 @@ class Biasing:
     snapshot: _Snapshot | None = None
     bans: dict[int, set[int]] = field(default_factory=dict)
     completed: list[tuple[int, int]] = field(default_factory=list)  # (position after the word, first token)
+    path: list[tuple[np.ndarray, int]] = field(default_factory=list)  # the open match's (logits, token) steps
     redone: int = 0  #: decoder steps spent again after giving bonuses back
 
     def choose(self, tokens: list[int], logits: np.ndarray, cache: object) -> tuple[int, object]:
@@ -152,14 +158,15 @@ class Biasing:
             self.bans = {p: s for p, s in self.bans.items() if p <= snap.pos}
             self.bans.setdefault(snap.pos, set()).add(snap.token)
             self.completed = [c for c in self.completed if c[0] <= snap.pos]
-            self.node, self.cost, self.snapshot = snap.node, 0.0, None
+            self.node, self.cost, self.snapshot, self.path = snap.node, 0.0, None, []
             logits, cache = snap.logits, snap.cache
             if self.redone > self.max_tokens:  # bounded: past this, plain greedy decoding
                 self.tree = None
 
     def finish(self, tokens: list[int]) -> list[int]:
         """``tokens`` less a steered match still open when the token budget ran out."""
-        if self.tree is not None and self.cost > 0 and self.tree.word_of[self.node] < 0:
+        tree = self.tree
+        if tree is not None and self.cost > 0 and (tree.word_of[self.node] < 0 or self._log_prob() < tree.floor):
             return tokens[: self.snapshot.pos]
         return tokens
 
@@ -210,26 +217,34 @@ class Biasing:
         if node:
             child = tree.children[node].get(token)
             if child is not None:  # the match goes on
-                self._enter(tokens, child, cost)
+                self._enter(tokens, child, token, cost, logits)
                 return True
             complete = tree.word_of[node] >= 0 and tree.starts_word[token]
-            if self.cost > 0 and (not complete or self.cost > tree.max_cost):
-                return False  # left a hotword before its end, it ended inside a longer word, or it cost too much
-            if complete and DEBUG is not None:
-                DEBUG.append((tree.words[tree.word_of[node]], self.cost))
-            self.node, self.cost, self.snapshot = 0, 0.0, None
+            if self.cost > 0 and (not complete or self._log_prob() < tree.floor):
+                return False  # left before its end, ended inside a longer word, or too unlikely
+            self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
         first = tree.children[0].get(token)
         prev = tokens[-1] if tokens else START
         if (first is not None and token not in self.bans.get(len(tokens), ())
                 and (tree.starts_word[token] or tree.opens[prev])):
             self.snapshot = _Snapshot(len(tokens), 0, logits, cache, token)
-            self.cost = 0.0
-            self._enter(tokens, first, cost)
+            self.cost, self.path = 0.0, []
+            self._enter(tokens, first, token, cost, logits)
         return True
 
-    def _enter(self, tokens: list[int], child: int, cost: float) -> None:
-        """Step into ``child`` with the token about to be appended to ``tokens``."""
+    def _enter(self, tokens: list[int], child: int, token: int, cost: float, logits: np.ndarray) -> None:
+        """Step into ``child`` by ``token``, about to be appended to ``tokens``."""
         self.node = child
         self.cost += cost
+        self.path.append((logits, token))
         if self.tree.word_of[child] >= 0:  # a hotword ends here (if the next token begins a word)
             self.completed.append((len(tokens) + 1, self.snapshot.token))
+
+    def _log_prob(self) -> float:
+        """Log-probability the model alone gives the open match's tokens (log-softmax of
+        their steps only, computed once the match completes)."""
+        total = 0.0
+        for logits, token in self.path:
+            top = float(logits.max())
+            total += float(logits[token]) - top - float(np.log(np.exp(logits - top).sum()))
+        return total

@@ -44,7 +44,7 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hotwords-file", action="append", default=[], metavar="FILE",
                    help="UTF-8 text file of hotwords, one per line; '#' starts a comment (repeatable)")
     p.add_argument("--hotword-boost", type=float, default=None, metavar="B",
-                   help="how strongly hotwords are preferred, 0-10 (default 4 on the default backend; "
+                   help="how strongly hotwords are preferred, 0-10 (default 6 on the default backend; "
                         "the server's own default on remote)")
 
 
