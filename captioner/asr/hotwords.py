@@ -18,9 +18,13 @@ contextual-biasing literature), adapted to greedy decoding:
   where the match began (the decoder cache of that step is kept) and chooses again
   without that hotword's bonus there. So a boosted prefix never leaves a partial word
   ("Ximon" for "Simon" because of a hotword "Xylophorix").
-* No loop: a hotword just completed gets no bonus to start again until two other words
-  were decoded, and the re-decoding a clip may do is capped at its token budget
-  (then biasing is off for the rest of the clip).
+* No loop: a hotword just completed gets no bonus to start again until
+  :data:`REENTRY_WORDS` other words were decoded, no hotword gets a bonus to start right
+  after another one (no chains of names), and the re-decoding a clip may do is capped at
+  its token budget (then biasing is off for the rest of the clip).
+* A steered hotword is kept only if the model alone gives its tokens a total
+  log-probability of at least ``-KEEP_FACTOR * boost`` (:data:`KEEP_FACTOR`); the
+  log-softmax is computed for the match's few steps only, when it completes.
 
 Not done: per-word boosts; case variants not written by the user ("kubectl" does not
 bias "Kubectl"); segmentations other than the tokenizer's own (a word the model spells
@@ -178,6 +182,8 @@ class Biasing:
         node = self.node
         if node and tree.word_of[node] < 0:
             return tree.child_ids[node]  # inside a hotword: only its next tokens
+        if self.completed and self.completed[-1][0] == len(tokens):
+            return tree.child_ids[node]  # right after a hotword: no bonus to start another (no chains)
         prev = tokens[-1] if tokens else START
         roots = tree.bare_roots if tree.opens[prev] else tree.spaced_roots
         if node:
