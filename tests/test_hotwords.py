@@ -285,3 +285,53 @@ def test_the_model_emits_the_tokenizers_spelling(model, tmp_path):
                 word = []
             word.append(t)
     assert words > 40 and same == words, (same, words)
+
+
+# -- the backend: partials and finals use the same list ---------------------------------------
+def test_partials_and_finals_decode_with_the_same_list():
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import StepRow
+    from captioner.engine.scheduler import DecodeBudget
+    from captioner.events import TextDelta
+    from tests.test_retention import ScriptedModel, ScriptedVad, chunk_at
+
+    class Recording(ScriptedModel):
+        def __init__(self):
+            super().__init__()
+            self.biases = []
+
+        def hotwords(self, words, boost=None):
+            return ("tree", tuple(words), boost)
+
+        def transcribe(self, audio, bias=None):
+            self.biases.append(bias)
+            return super().transcribe(audio)
+
+    model = Recording()
+    t = [0.0]
+    backend = ms.MoonshineBackend(model=model, vad=ScriptedVad(), budget=DecodeBudget(clock=lambda: t[0]),
+                                  hotwords=("Siobhan", "Okonkwo"), hotword_boost=5.0)
+    backend._worker.close()
+    backend._worker = ms.PartialWorker(backend._decode_clip, threaded=False)  # exact event order
+    backend.budget.parallel = False
+    state, kinds = None, set()
+    for i in range(120):  # 12 s: two lines, partials while they are open
+        t[0] += 0.1
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
+        state = res.state
+        kinds |= {ev.final for ev in res.events if isinstance(ev, TextDelta) and ev.text}
+    assert kinds == {True, False}
+    assert model.biases and set(model.biases) == {("tree", ("Siobhan", "Okonkwo"), 5.0)}
+
+
+def test_backend_refuses_a_list_the_model_cannot_use():
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import BackendError
+    from tests.test_retention import ScriptedModel, ScriptedVad
+
+    class Refusing(ScriptedModel):
+        def hotwords(self, words, boost=None):
+            raise HotwordError("the built-in model cannot spell hotword 'x'")
+
+    with pytest.raises(BackendError, match="cannot spell"):
+        ms.MoonshineBackend(model=Refusing(), vad=ScriptedVad(), hotwords=("x",))
