@@ -16,7 +16,9 @@ with no list and with :data:`RARE` as the list, for each boost in ``--boosts``:
 * step time: ``--time-runs`` alternating child processes decode the same clips with the
   code of ``--before-rev`` (exported with ``git archive``: today's decoder), and this
   tree with 0 and with 500 hotwords; median milliseconds per decoder run and per emitted
-  token over clips (a decode that gives a steered match back runs the decoder more).
+  token over clips (a decode that gives a steered match back runs the decoder more), the
+  decoder runs counted (deterministic), and the microseconds of one biased choice
+  (``Biasing.choose``) against one plain ``argmax`` over the 32,768 logits.
 
     python bench/hotwords.py --out bench/results/hotwords
 
@@ -199,7 +201,23 @@ def timing_child(n_words: int, repeats: int) -> dict:
     sys.path.insert(0, str(ROOT / "tests"))
     from speech import SENTENCES as ORDINARY
 
+    spent = [0.0, 0]  # seconds inside the biased choice, calls
+    if tree is not None:
+        from captioner.asr.hotwords import Biasing
+
+        plain_choose = Biasing.choose
+
+        def timed(self, *a):
+            t0 = time.perf_counter()
+            try:
+                return plain_choose(self, *a)
+            finally:
+                spent[0] += time.perf_counter() - t0
+                spent[1] += 1
+
+        Biasing.choose = timed
     per_run, per_token = [], []
+    total_runs = total_tokens = 0
     with tempfile.TemporaryDirectory() as tmp:
         clips = [clip(s, VOICES[i % len(VOICES)], Path(tmp)) for i, s in enumerate(ORDINARY + SENTENCES[:5])]
     for c in clips:
@@ -214,7 +232,16 @@ def timing_child(n_words: int, repeats: int) -> dict:
             best = dt if best is None else min(best, dt)
         per_run.append(1000 * best / max(1, runs[0]))
         per_token.append(1000 * best / max(1, len(tokens) + 1))
-    return dict(ms_per_run=float(np.median(per_run)), ms_per_token=float(np.median(per_token)))
+        total_runs += runs[0]
+        total_tokens += len(tokens) + 1
+    z = np.random.default_rng(0).standard_normal(32768).astype(np.float32)
+    t0 = time.perf_counter()
+    for _ in range(1000):
+        int(np.argmax(z))
+    argmax_us = (time.perf_counter() - t0) * 1000
+    return dict(ms_per_run=float(np.median(per_run)), ms_per_token=float(np.median(per_token)),
+                decoder_runs=total_runs, tokens=total_tokens, argmax_us=argmax_us,
+                choose_us=1e6 * spent[0] / spent[1] if spent[1] else 0.0)
 
 
 def timing(before_rev: str, rounds: int, repeats: int) -> dict:
@@ -237,7 +264,11 @@ def timing(before_rev: str, rounds: int, repeats: int) -> dict:
                 samples[name].append(json.loads(res.stdout.strip().splitlines()[-1]))
     out = {k: dict(ms_per_run=round(float(np.median([s["ms_per_run"] for s in v])), 3),
                    ms_per_token=round(float(np.median([s["ms_per_token"] for s in v])), 3),
+                   decoder_runs=v[0].get("decoder_runs"), tokens=v[0].get("tokens"),
+                   choice_us=round(float(np.median([s.get("choose_us") or s.get("argmax_us", 0) for s in v])), 1),
                    rounds=[{kk: round(vv, 3) for kk, vv in s.items()} for s in v]) for k, v in samples.items()}
+    out["extra_decoder_runs_500"] = round(out["after, 500 words"]["decoder_runs"]
+                                          / out["after, 0 words"]["decoder_runs"], 3)
     base = out["before (0 words)"]["ms_per_run"]
     out["ratio_500_vs_before_per_run"] = round(out["after, 500 words"]["ms_per_run"] / base, 3)
     out["ratio_500_vs_before_per_token"] = round(out["after, 500 words"]["ms_per_token"]
