@@ -10,8 +10,8 @@ contextual-biasing literature), adapted to greedy decoding:
   boundary included (where the model itself starts a new word, or after punctuation) --
   the next token of that spelling gets ``boost`` added to its log-probability. Added to every candidate of one step, log-softmax's normaliser is the
   same for all tokens, so the greedy choice ``argmax(log p + bonus)`` is
-  ``argmax(logits + bonus)``: no softmax over the 32,768 logits is computed, only the
-  bonus candidates are gathered and compared with the plain argmax.
+  ``argmax(logits + bonus)``: no softmax over the 32,768 logits is computed for the
+  choice, only the bonus candidates are gathered and compared with the plain argmax.
 * A match the bonus steered (some token of it would not have been chosen without it)
   and that is then abandoned -- the model prefers another token even with the bonus, or
   the word ends before the hotword does -- gives its bonus back: decoding returns to
