@@ -148,9 +148,13 @@ class MoonshineBackend(Backend):
             default: see :func:`captioner.asr.moonshine_prepare.prepare`.
         model: an already loaded model object with ``transcribe(audio) -> str`` (tests).
         vad: a streaming VAD for the line segmenters (default: Silero, shared).
+        hotwords: names and terms to prefer (:mod:`captioner.asr.hotwords`), in finals and
+            partials alike; hotword_boost: their bonus (default
+            :data:`~captioner.asr.hotword_list.DEFAULT_BOOST`).
 
     Raises:
-        BackendError: model files missing/corrupt, or a language other than English.
+        BackendError: model files missing/corrupt, a language other than English, or a
+            hotword list the model cannot use.
     """
 
     name = "default"
@@ -166,6 +170,8 @@ class MoonshineBackend(Backend):
         progress: Any = None,
         model: Any = None,
         vad: Any = None,
+        hotwords: Sequence[str] = (),
+        hotword_boost: float | None = None,
     ) -> None:
         if language not in ("en", None, ""):
             raise BackendError(
@@ -181,6 +187,7 @@ class MoonshineBackend(Backend):
             model = shared_model(path, progress)
         self.model = model
         self.model_dir = Path(getattr(model, "model_dir", model_dir or "."))
+        self.bias = _hotword_tree(model, hotwords, hotword_boost)
         if vad is None:
             from captioner.asr.vad import silero_vad
 
@@ -212,7 +219,8 @@ class MoonshineBackend(Backend):
         Raises:
             BackendError: the model failed.
         """
-        return collapse_repeats(self.model.transcribe(audio).strip())
+        text = self.model.transcribe(audio) if self.bias is None else self.model.transcribe(audio, bias=self.bias)
+        return collapse_repeats(text.strip())
 
     # -- decoding ------------------------------------------------------------------------------
     def _keep(self, state: _LineState, audio: np.ndarray) -> None:
@@ -374,6 +382,18 @@ class MoonshineBackend(Backend):
         worker = getattr(self, "_worker", None)
         if worker is not None:
             worker.close()
+
+
+def _hotword_tree(model: Any, hotwords: Sequence[str], boost: float | None) -> Any:
+    """The model's prefix tree of ``hotwords`` (None for none), errors as :class:`BackendError`."""
+    if not hotwords:
+        return None
+    from captioner.asr.hotword_list import HotwordError
+
+    try:
+        return model.hotwords(hotwords, boost)
+    except HotwordError as exc:
+        raise BackendError(str(exc)) from exc
 
 
 def default_model_dir() -> Path:

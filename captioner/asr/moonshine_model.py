@@ -18,7 +18,9 @@ Graphs (prepared by :mod:`captioner.asr.moonshine_prepare`; DESIGN section 4):
 Each step binds the previous step's ``present`` outputs as the next ``past`` inputs in
 place (``IOBinding`` with ORT-owned ``OrtValue`` s), so no cache array is copied through
 numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end token or
-after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition).
+after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). With a
+hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
+tokens, and a steered match that is abandoned resumes from the step's kept outputs.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from captioner.asr.base import BackendError
+from captioner.asr.hotword_list import check_hotwords
+from captioner.asr.hotwords import HotwordTree
 from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
 from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 
@@ -111,8 +115,9 @@ class MoonshineModel:
         """Token budget of a clip of ``n_samples`` samples (:data:`TOKENS_PER_S`)."""
         return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
 
-    def generate(self, audio: np.ndarray, max_tokens: int | None = None) -> list[int]:
-        """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
+    def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None) -> list[int]:
+        """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens);
+        ``bias``: hotwords to prefer (see :meth:`decode`).
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -121,50 +126,72 @@ class MoonshineModel:
             return []
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget)
+        return self.decode(hidden, budget, bias)
 
-    def decode(self, hidden: np.ndarray, max_tokens: int) -> list[int]:
+    def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
+
+        Args:
+            bias: hotwords whose next tokens get a bonus (:mod:`captioner.asr.hotwords`:
+                it may take back a steered match and resume from an earlier step's cache).
 
         Raises:
             BackendError: ONNX Runtime failed.
         """
         try:
             binding = self.decoder.io_binding()
-            ids = np.array([[START]], np.int64)
-            flag = np.array([False])
             binding.bind_cpu_input("encoder_hidden_states", hidden)
             for name in self._past:
                 binding.bind_cpu_input(name, self._empty)
+            ids = np.array([[START]], np.int64)
+            flag = np.array([False])
+            biasing = bias.start(max_tokens) if bias is not None and len(bias) else None
             tokens: list[int] = []
-            for step in range(max_tokens):
+            while len(tokens) < max_tokens:
                 for name in self._outputs:  # fresh outputs each step (their shapes change)
                     binding.bind_output(name, "cpu")
                 binding.bind_cpu_input("input_ids", ids)
                 binding.bind_cpu_input("use_cache_branch", flag)
                 self.decoder.run_with_iobinding(binding)
                 outs = binding.get_outputs()
-                token = int(np.argmax(outs[0].numpy()[0, -1]))
+                logits = outs[0].numpy()[0, -1]
+                if biasing is None:
+                    token = int(np.argmax(logits))
+                else:  # may shorten tokens and hand back an earlier step's outputs
+                    token, outs = biasing.choose(tokens, logits, outs)
                 if token == END:
                     break
                 tokens.append(token)
                 ids[0, 0] = token
-                if step == 0:
-                    flag[0] = True
                 for name, value in zip(self._outputs[1:], outs[1:]):
-                    if step == 0 or ".decoder." in name:  # cross-attention cache: from step 0 only
+                    if not flag[0] or ".decoder." in name:  # cross-attention cache: from step 0 only
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
-            return tokens
+                flag[0] = True
+            return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
-    def transcribe(self, audio: np.ndarray) -> str:
-        """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s).
+    def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None) -> str:
+        """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s);
+        ``bias``: hotwords to prefer (:meth:`hotwords`).
 
         Raises:
             BackendError: ONNX Runtime failed.
         """
-        return self.tokenizer.decode(self.generate(audio))
+        return self.tokenizer.decode(self.generate(audio, bias=bias))
+
+    def hotwords(self, words, boost: float | None = None) -> HotwordTree:
+        """The prefix tree of ``words`` (checked: :func:`captioner.asr.hotword_list.check_hotwords`)
+        spelled by this model's tokenizer, with ``boost`` (default
+        :data:`~captioner.asr.hotword_list.DEFAULT_BOOST`) for :meth:`transcribe`.
+
+        Raises:
+            HotwordError: a word the tokenizer cannot spell, or a boost out of range.
+        """
+        from captioner.asr.hotword_list import DEFAULT_BOOST, spelling_problem
+
+        words = check_hotwords(words, lambda w: spelling_problem(w, self.tokenizer))
+        return HotwordTree(words, self.tokenizer, DEFAULT_BOOST if boost is None else boost)
 
 
 _SHARED: dict[tuple, MoonshineModel] = {}

@@ -8,10 +8,21 @@ of the piece. Ids 0-2 are ``<unk>``, ``<s>``, ``</s>``; ids 3-258 are the raw by
 0x00-0xFF (SentencePiece byte fallback); the rest are UTF-8 pieces with U+2581 ("▁")
 marking a leading space. Detokenizing joins the pieces' bytes, turns U+2581 into a space,
 decodes UTF-8 (invalid sequences replaced) and strips the leading space.
+
+Encoding (:meth:`Tokenizer.encode`, used to spell hotwords) is SentencePiece's BPE: the
+text's characters are merged pairwise, always the adjacent pair whose merged piece ranks
+highest, until no pair merges; a character without a piece falls back to its UTF-8 bytes.
+The file holds no scores, so a piece's rank is its id (lower id = merged earlier). That is
+the order SentencePiece's BPE trainer writes pieces in (score = -id), and the vocabulary
+is Llama's (ids 259.. are ``"▁▁"``, ``"▁t"``, ``"er"``, ...); checked against the model's
+own output: the pieces it emits for a word are this encoding of the word
+(``tests/test_hotwords.py``). Limit: a word the model happens to emit in another
+segmentation is not matched by that spelling.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 
 #: Token ids with a meaning of their own (Llama-style SentencePiece).
@@ -19,6 +30,8 @@ UNK, START, END = 0, 1, 2
 #: First and one-past-last id of the byte-fallback pieces (raw bytes 0x00-0xFF).
 BYTE_FIRST, BYTE_END = 3, 259
 _SPACE = "\u2581".encode()
+#: SentencePiece's whitespace mark (a leading space of a piece).
+SPACE_MARK = "\u2581"
 
 
 class Tokenizer:
@@ -48,6 +61,13 @@ class Tokenizer:
         for b in range(BYTE_FIRST, BYTE_END):
             pieces[b] = bytes([b - BYTE_FIRST])
         self.pieces = pieces
+        #: piece text -> id (rank) of every mergeable piece (not the special or byte pieces)
+        self.ids: dict[str, int] = {}
+        for i in range(BYTE_END, len(pieces)):
+            try:
+                self.ids.setdefault(pieces[i].decode("utf-8"), i)
+            except UnicodeDecodeError:
+                continue
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -57,3 +77,51 @@ class Tokenizer:
         n = len(self.pieces)
         raw = b"".join(self.pieces[i] for i in ids if BYTE_FIRST <= i < n)
         return raw.replace(_SPACE, b" ").decode("utf-8", errors="replace").strip()
+
+    def encode(self, text: str) -> list[int]:
+        """SentencePiece BPE ids of ``text`` as written (no dummy prefix added: pass
+        ``"\u2581" + word`` for a word after a space; spaces inside become U+2581).
+
+        Returns:
+            The ids; a character without a piece is spelled by its UTF-8 byte ids
+            (:data:`BYTE_FIRST` + byte), as SentencePiece's byte fallback does.
+        """
+        symbols = list(text.replace(" ", SPACE_MARK))
+        if not symbols:
+            return []
+        ids = self.ids
+        # a doubly linked list of symbols and a heap of (rank, left index, left, right) candidates
+        nxt = list(range(1, len(symbols))) + [-1]
+        prv = list(range(-1, len(symbols) - 1))
+        heap: list[tuple[int, int, str, str]] = []
+
+        def push(i: int) -> None:
+            j = nxt[i]
+            if i >= 0 and j >= 0:
+                rank = ids.get(symbols[i] + symbols[j])
+                if rank is not None:
+                    heapq.heappush(heap, (rank, i, symbols[i], symbols[j]))
+
+        for i in range(len(symbols) - 1):
+            push(i)
+        while heap:
+            _, i, left, right = heapq.heappop(heap)
+            j = nxt[i]
+            if j < 0 or symbols[i] != left or symbols[j] != right:
+                continue  # stale: one side merged since
+            symbols[i] = left + right
+            symbols[j] = ""
+            nxt[i] = nxt[j]
+            if nxt[j] >= 0:
+                prv[nxt[j]] = i
+            push(prv[i])
+            push(i)
+        out: list[int] = []
+        for sym in symbols:
+            if not sym:
+                continue
+            if sym in ids:
+                out.append(ids[sym])
+            else:
+                out.extend(BYTE_FIRST + b for b in sym.encode("utf-8"))
+        return out

@@ -39,7 +39,13 @@ def add_backend_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server-model", default=None, metavar="NAME",
                    help="remote: served model name (default audio8-asr-infinite)")
     p.add_argument("--hotword", action="append", default=[], metavar="WORD",
-                   help="remote: a term the server should prefer (repeatable)")
+                   help="a name or term the model should prefer, as it should be written, e.g. --hotword Siobhan "
+                        "(repeatable; default and remote backends; at most 500 in all)")
+    p.add_argument("--hotwords-file", action="append", default=[], metavar="FILE",
+                   help="UTF-8 text file of hotwords, one per line; '#' starts a comment (repeatable)")
+    p.add_argument("--hotword-boost", type=float, default=None, metavar="B",
+                   help="how strongly hotwords are preferred, 0-10 (default 6 on the default backend; "
+                        "the server's own default on remote)")
 
 
 #: Clock and delay used when the user gives none (model card: 80 ms clock, 480 ms delay).
@@ -79,8 +85,11 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
             check_delay(args.delay)
         except ProtocolError as exc:
             return str(exc)
-    if args.backend != "remote" and (args.ca_file or args.server_model or args.hotword):
-        return "--ca-file, --server-model and --hotword apply to --backend remote only"
+    if args.backend != "remote" and (args.ca_file or args.server_model):
+        return "--ca-file and --server-model apply to --backend remote only"
+    problem = check_hotword_arguments(args)
+    if problem:
+        return problem
     if args.ca_file and not os.path.isfile(args.ca_file):
         return f"CA file not found: {args.ca_file}"
     if not 0.0 < args.vad_threshold < 1.0:
@@ -89,6 +98,33 @@ def check_backend_arguments(args: argparse.Namespace) -> str | None:
         return f"--silence-limit must be more than 0 s, got {args.silence_limit}"
     if args.backend == "default" and args.language != "en":
         return "the default model is English-only; use --backend audio8 for Chinese"
+    return None
+
+
+def check_hotword_arguments(args: argparse.Namespace) -> str | None:
+    """Read and check ``--hotword``/``--hotwords-file``/``--hotword-boost`` into ``args.hotwords``
+    (a tuple) and ``args.hotword_boost``; returns a one-line usage message or None.
+
+    The default backend's words are spelled with its tokenizer here (the model's small
+    ``tokenizer.bin`` only), so a word it cannot write is refused before the model loads.
+    """
+    from captioner.asr.hotword_list import HotwordError, check_boost, check_hotwords, default_model_spelling, gather
+
+    args.hotwords = ()
+    given = list(getattr(args, "hotword", []) or [])
+    files = list(getattr(args, "hotwords_file", []) or [])
+    boost = getattr(args, "hotword_boost", None)
+    if not given and not files and boost is None:
+        return None
+    if args.backend not in ("default", "remote"):
+        return "--hotword, --hotwords-file and --hotword-boost apply to the default and remote backends only"
+    try:
+        if boost is not None:
+            args.hotword_boost = check_boost(boost)
+        spell = default_model_spelling(args.model) if args.backend == "default" else None
+        args.hotwords = check_hotwords(gather(given, files), spell)
+    except HotwordError as exc:
+        return str(exc)
     return None
 
 
@@ -182,12 +218,16 @@ def open_backend(args: argparse.Namespace):
         # a file decoded as fast as possible: one decode per line, no partial re-decodes
         # (deterministic, the one-pass WER, and quicker: nobody is watching partials)
         options = dict(partials=False)
+    hotwords = tuple(getattr(args, "hotwords", ()) or ())
+    boost = getattr(args, "hotword_boost", None)
+    if args.backend == "default" and hotwords:
+        options.update(hotwords=hotwords, hotword_boost=boost)
     if args.backend == "audio8":
         options = dict(device=args.device, dtype=args.dtype, vad_horizon_s=args.vad_horizon,
                        vad_threshold=args.vad_threshold)
     elif args.backend == "remote":
         options = dict(vad_horizon_s=args.vad_horizon, vad_threshold=args.vad_threshold, ca_file=args.ca_file,
-                       model_name=args.server_model, hotwords=tuple(args.hotword))
+                       model_name=args.server_model, hotwords=hotwords, hotword_boost=boost)
     return load_backend(
         args.backend,
         args.model,

@@ -41,7 +41,8 @@ from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
 from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
-from captioner.ui.settings import Keys, Settings, profanity_filter, turn_backend_options, turn_settings
+from captioner.ui.settings import (Keys, Settings, hotword_backend_options, profanity_filter, turn_backend_options,
+                                   turn_settings)
 from captioner.ui.shortcuts import ShortcutBinder
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
@@ -317,7 +318,8 @@ class MainWindow(QMainWindow):
     def build_config(self) -> EngineConfig:
         """The engine configuration for the current choices (sources labelled from settings)."""
         fields = self.model_panel.config_fields()
-        fields["options"] = tuple(fields.get("options", ())) + turn_backend_options(self.settings, fields["backend"])
+        fields["options"] = (tuple(fields.get("options", ())) + turn_backend_options(self.settings, fields["backend"])
+                             + hotword_backend_options(self.settings, fields["backend"]))
         return EngineConfig(sources=tuple(self.sources.specs()), **fields, turns=turn_settings(self.settings))
 
     def toggle_running(self) -> None:

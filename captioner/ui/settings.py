@@ -26,6 +26,8 @@ from typing import Any, Generic, Sequence, TypeVar
 
 from PySide6.QtCore import QSettings
 
+from captioner.asr.hotword_list import DEFAULT_BOOST, MAX_BOOST, MAX_HOTWORDS, MIN_BOOST
+
 T = TypeVar("T")
 
 #: QSettings organisation/application names (the native store of earlier versions lived under these).
@@ -120,6 +122,12 @@ class Keys:
     DELAY_MS = Key("engine/delay_ms", int, 480, minimum=240, maximum=2400,
                    doc="Transcription delay (ms): a multiple of the clock, 240-2400 ms")
     LANGUAGE = Key("engine/language", str, "en", ("en", "zh"), doc="Spoken language")
+    HOTWORDS = Key("engine/hotwords", list, [],
+                   doc="Names and terms the model should prefer, written as they should appear (built-in and "
+                       f"remote models; at most {MAX_HOTWORDS})")
+    HOTWORD_BOOST = Key("engine/hotword_boost", float, DEFAULT_BOOST, minimum=MIN_BOOST, maximum=MAX_BOOST,
+                        doc=f"How strongly the hotwords are preferred ({MIN_BOOST:g}-{MAX_BOOST:g}; higher finds "
+                            "more of them and misreads more other words as them)")
 
     # -- turns (every backend; DESIGN section 4, issue 11) ----------------------------------
     TURN_SENSITIVITY = Key("turns/sensitivity", float, 0.5, minimum=0.05, maximum=0.95,
@@ -245,6 +253,15 @@ def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str,
     return (("vad_horizon_s", settings.get(Keys.TURN_VAD_HORIZON_S)),
             ("vad_threshold", round(1.0 - settings.get(Keys.TURN_SENSITIVITY), 3)),
             ("vad_hysteresis", settings.get(Keys.TURN_VAD_HYSTERESIS)))
+
+
+def hotword_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str, object], ...]:
+    """``load_backend`` options that carry the user's hotwords and boost to the built-in and
+    the remote model (none for the others, or when the list is empty)."""
+    words = tuple(str(w).strip() for w in settings.get(Keys.HOTWORDS) if str(w).strip())
+    if backend not in ("default", "remote") or not words:
+        return ()
+    return (("hotwords", words), ("hotword_boost", settings.get(Keys.HOTWORD_BOOST)))
 
 
 def profanity_filter(settings: "Settings"):

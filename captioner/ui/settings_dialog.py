@@ -15,12 +15,14 @@ from PySide6.QtWidgets import (
     QKeySequenceEdit,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QSlider,
     QSpinBox,
     QVBoxLayout,
 )
 
+from captioner.asr.hotword_list import HotwordError, check_hotwords, default_model_spelling, parse_hotwords
 from captioner.engine.qt_emit import emit
 from captioner.transcript.profanity import normalise_words
 from captioner.ui.caption_page import CaptionPageBox
@@ -157,6 +159,20 @@ class SettingsDialog(QDialog):
         self.profanity_allowed.setPlaceholderText("listed words to show as they are, comma-separated")
         self.profanity_allowed.setToolTip(Keys.PROFANITY_ALLOWED.doc)
         form.addRow("Never mask:", self.profanity_allowed)
+        self.hotwords = QPlainTextEdit("\n".join(map(str, s.get(Keys.HOTWORDS))))
+        self.hotwords.setPlaceholderText("Names and terms, one per line, as they should be written, e.g.\n"
+                                         "Siobhan\nKubernetes")
+        self.hotwords.setToolTip(Keys.HOTWORDS.doc + ". Lines starting with # are comments.")
+        self.hotwords.setTabChangesFocus(True)
+        self.hotwords.setFixedHeight(90)
+        form.addRow("Hotwords:", self.hotwords)
+        self.hotword_boost = QDoubleSpinBox()
+        self.hotword_boost.setRange(Keys.HOTWORD_BOOST.minimum, Keys.HOTWORD_BOOST.maximum)
+        self.hotword_boost.setSingleStep(0.5)
+        self.hotword_boost.setDecimals(1)
+        self.hotword_boost.setValue(s.get(Keys.HOTWORD_BOOST))
+        self.hotword_boost.setToolTip(Keys.HOTWORD_BOOST.doc)
+        form.addRow("Hotword boost:", self.hotword_boost)
         self.shortcut_start = self._shortcut_edit(s.get(Keys.SHORTCUT_START_STOP))
         form.addRow("Start/Stop shortcut:", self.shortcut_start)
         self.shortcut_overlay = self._shortcut_edit(s.get(Keys.SHORTCUT_TOGGLE_OVERLAY))
@@ -228,16 +244,35 @@ class SettingsDialog(QDialog):
         self.error_label.setVisible(bool(problem))
         return not problem
 
+    def hotword_list(self) -> list[str]:
+        """The hotwords typed in the list (checked; the built-in model's spelling when it is
+        the chosen backend).
+
+        Raises:
+            HotwordError: the list cannot be used (the message says why, in one line).
+        """
+        words = parse_hotwords(self.hotwords.toPlainText())
+        spell = default_model_spelling() if words and self.settings.get(Keys.BACKEND) == "default" else None
+        return list(check_hotwords(words, spell))
+
     def apply(self) -> bool:
         """Write every field to the settings and emit :attr:`applied`.
 
         Returns:
-            False (and nothing written) when two actions would share a shortcut; the
-            dialog says which.
+            False (and nothing written) when two actions would share a shortcut or the
+            hotword list cannot be used; the dialog says why.
         """
         if not self._check_shortcuts():
             return False
+        try:
+            hotwords = self.hotword_list()
+        except HotwordError as exc:
+            self.error_label.setText(f"Hotwords: {exc}.")
+            self.error_label.setVisible(True)
+            return False
         s = self.settings
+        s.set(Keys.HOTWORDS, hotwords)
+        s.set(Keys.HOTWORD_BOOST, float(self.hotword_boost.value()))
         s.set(Keys.OVERLAY_LINES, self.lines.value())
         s.set(Keys.OVERLAY_FONT_FAMILY, self.font_family.currentFont().family())
         s.set(Keys.OVERLAY_FONT_SIZE, self.font_size.value())

@@ -1,0 +1,276 @@
+"""Contextual biasing of the built-in model's greedy decoder towards the user's hotwords.
+
+Shallow fusion over a prefix tree (the technique of sherpa-onnx's ``ContextGraph`` and the
+contextual-biasing literature), adapted to greedy decoding:
+
+* :class:`HotwordTree` holds every hotword in the spellings the tokenizer produces:
+  ``"▁" + word`` (after a space) and ``word`` (at the start of the text or after
+  punctuation such as ``-`` or ``"``), capitalised as written.
+* While the decoded text ends in a prefix of a spelling -- the empty prefix at a word
+  boundary included (where the model itself starts a new word, or after punctuation) --
+  the next token of that spelling gets ``boost`` added to its log-probability. Added to every candidate of one step, log-softmax's normaliser is the
+  same for all tokens, so the greedy choice ``argmax(log p + bonus)`` is
+  ``argmax(logits + bonus)``: no softmax over the 32,768 logits is computed for the
+  choice, only the bonus candidates are gathered and compared with the plain argmax.
+* A match the bonus steered (some token of it would not have been chosen without it)
+  and that is then abandoned -- the model prefers another token even with the bonus, or
+  the word ends before the hotword does -- gives its bonus back: decoding returns to
+  where the match began (the decoder cache of that step is kept) and chooses again
+  without that hotword's bonus there. So a boosted prefix never leaves a partial word
+  ("Ximon" for "Simon" because of a hotword "Xylophorix").
+* A place gets at most :data:`MAX_TRIES` hotwords steered and given back (each try costs
+  a decoder step), and a hotword starts only where the model itself starts a new word (or
+  after punctuation): it replaces a word, never splits one.
+* No loop: a hotword just completed gets no bonus to start again until
+  :data:`REENTRY_WORDS` other words were decoded, no hotword gets a bonus to start right
+  after another one (no chains of names), and the re-decoding a clip may do is capped at
+  its token budget (then biasing is off for the rest of the clip).
+* A steered hotword is kept only if the model alone gives its tokens a total
+  log-probability of at least ``-KEEP_FACTOR * boost`` (:data:`KEEP_FACTOR`); the
+  log-softmax is computed for the match's few steps only, when it completes.
+
+Not done: per-word boosts; case variants not written by the user ("kubectl" does not
+bias "Kubectl"); segmentations other than the tokenizer's own (a word the model spells
+differently is not boosted); anything beyond the decoder's own hypothesis (a word the
+model does not hear at all cannot be forced, by design).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from captioner.asr.hotword_list import DEFAULT_BOOST, check_boost
+from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
+
+#: Words decoded after a hotword completed before it gets a bonus to start again.
+REENTRY_WORDS = 8
+#: A hotword the bonus steered is kept only if the model alone gives its tokens a total
+#: log-probability of at least ``-KEEP_FACTOR * boost`` (else its bonus is taken back).
+#: Measured on ``bench/hotwords.py`` (2026-12-02, boost 8): hotwords that were said had
+#: totals from -0.2 to -27 (most above -12), steered hotwords that were not said from -5
+#: to -41 (most below -12).
+KEEP_FACTOR = 2.0
+#: Hotwords tried (steered, then given back) at one place of a clip before the plain
+#: choice stands there. Each try costs a decoder step; measured on ``bench/hotwords.py``
+#: (boost 6): 1 try 53 % recall and 1.13x decoder steps with 500 unrelated words on
+#: ordinary speech, 2: 59 % and 1.23x, 3: 62 % and 1.27x, unlimited: 64 % and 1.37x.
+MAX_TRIES = 3
+
+
+class HotwordTree:
+    """Prefix tree of the hotwords' token spellings, with the per-token tables of a step.
+
+    Args:
+        words: checked hotwords (:func:`captioner.asr.hotword_list.check_hotwords`).
+        tokenizer: the model's tokenizer (spells the words, classifies pieces).
+        boost: bonus on a hotword token's log-probability (0-10 nats).
+
+    Attributes:
+        children: per node, ``{token id: child node}``; node 0 is the root.
+        child_ids: per node, ``[k] int64`` its children's token ids (gathered each step).
+        word_of: per node, index into :attr:`words` of the spelling ending there, or -1.
+        spaced_roots, bare_roots: ``[k] int64`` first tokens of the ``"▁" + word`` and of
+            the ``word`` spellings.
+        opens: ``[V] bool``, a token after which a bare spelling may start (it ends in
+            punctuation); starts_word: ``[V] bool``, a token that begins a new word
+            (``"▁"`` or punctuation first).
+    """
+
+    def __init__(self, words: Sequence[str], tokenizer: Tokenizer, boost: float = DEFAULT_BOOST) -> None:
+        self.words = tuple(words)
+        self.boost = check_boost(boost)
+        self.floor = -KEEP_FACTOR * self.boost
+        self.children: list[dict[int, int]] = [{}]
+        self.word_of: list[int] = [-1]
+        spaced: set[int] = set()
+        bare: set[int] = set()
+        for index, word in enumerate(self.words):
+            for prefix, firsts in ((SPACE_MARK, spaced), ("", bare)):
+                ids = tokenizer.encode(prefix + word)
+                if not ids:
+                    continue
+                node = 0
+                for tok in ids:
+                    nxt = self.children[node].get(tok)
+                    if nxt is None:
+                        nxt = self.children[node][tok] = len(self.children)
+                        self.children.append({})
+                        self.word_of.append(-1)
+                    node = nxt
+                self.word_of[node] = index
+                firsts.add(ids[0])
+        self.child_ids = [np.fromiter(c, np.int64, len(c)) for c in self.children]
+        self.spaced_roots = np.array(sorted(spaced), np.int64)
+        self.bare_roots = np.array(sorted(spaced | bare), np.int64)
+        n = len(tokenizer.pieces)
+        self.opens = np.zeros(max(n, END + 1), bool)
+        self.starts_word = np.zeros(max(n, END + 1), bool)
+        for i, piece in enumerate(tokenizer.pieces):
+            text = piece.decode("utf-8", errors="replace")
+            if text:
+                self.opens[i] = not text[-1].isalnum()
+                self.starts_word[i] = text.startswith(SPACE_MARK) or not text[0].isalnum()
+        self.opens[START] = True
+        self.starts_word[END] = True
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def start(self, max_tokens: int) -> "Biasing":
+        """A fresh :class:`Biasing` for one clip's greedy decoding of at most ``max_tokens`` tokens."""
+        return Biasing(self, max_tokens)
+
+
+@dataclass
+class _Snapshot:
+    """Where a steered match began: the step's position, logits and decoder cache."""
+
+    pos: int
+    node: int
+    logits: np.ndarray
+    cache: object
+    token: int = -1
+
+
+@dataclass
+class Biasing:
+    """The greedy choice with hotword bonuses for one clip (one decoding; not thread-safe).
+
+    Use: ``token, cache = biasing.choose(tokens, logits, cache)`` once per decoder step,
+    where ``logits [V] float32`` and ``cache`` (the decoder outputs that produced them,
+    kept opaque) belong to the step after ``tokens``; append ``token`` unless it is the
+    end token, then run the decoder on ``token`` with the *returned* cache. ``choose`` may
+    shorten ``tokens`` in place (a steered match was abandoned: its bonus is given back)
+    and then returns an earlier step's cache. After the loop, :meth:`finish` drops a
+    steered match the token budget cut off.
+    """
+
+    tree: HotwordTree
+    max_tokens: int
+    node: int = 0
+    cost: float = 0.0  #: log-probability the bonus overrode in the open match (0: not steered)
+    snapshot: _Snapshot | None = None
+    bans: dict[int, set[int]] = field(default_factory=dict)
+    completed: list[tuple[int, int]] = field(default_factory=list)  # (position after the word, first token)
+    path: list[tuple[np.ndarray, int]] = field(default_factory=list)  # the open match's (logits, token) steps
+    redone: int = 0  #: decoder steps spent again after giving bonuses back
+
+    def choose(self, tokens: list[int], logits: np.ndarray, cache: object) -> tuple[int, object]:
+        """The next token (with bonuses) and the cache to run the decoder with; see the class."""
+        while True:
+            token, cost = self._pick(tokens, logits)
+            if self._advance(tokens, token, cost, logits, cache):
+                return token, cache
+            snap = self.snapshot  # abandoned a steered match: give its bonus back
+            self.redone += len(tokens) - snap.pos
+            del tokens[snap.pos:]
+            self.bans = {p: s for p, s in self.bans.items() if p <= snap.pos}
+            self.bans.setdefault(snap.pos, set()).add(snap.token)
+            self.completed = [c for c in self.completed if c[0] <= snap.pos]
+            self.node, self.cost, self.snapshot, self.path = snap.node, 0.0, None, []
+            logits, cache = snap.logits, snap.cache
+            if self.redone > self.max_tokens:  # bounded: past this, plain greedy decoding
+                self.tree = None
+
+    def finish(self, tokens: list[int]) -> list[int]:
+        """``tokens`` less a steered match still open when the token budget ran out."""
+        tree = self.tree
+        if tree is not None and self.cost > 0 and (tree.word_of[self.node] < 0 or self._log_prob() < tree.floor):
+            return tokens[: self.snapshot.pos]
+        return tokens
+
+    # -- one step ------------------------------------------------------------------------
+    def _candidates(self, tokens: list[int], best: int) -> np.ndarray | None:
+        tree = self.tree
+        if tree is None:
+            return None
+        node = self.node
+        if node and tree.word_of[node] < 0:
+            return tree.child_ids[node]  # inside a hotword: only its next tokens
+        if self.completed and self.completed[-1][0] == len(tokens):
+            return tree.child_ids[node] if node else None  # right after a hotword: none starts (no chains)
+        if len(self.bans.get(len(tokens), ())) >= MAX_TRIES:
+            return tree.child_ids[node] if node else None  # one try per place: a bonus given back is not retried
+        prev = tokens[-1] if tokens else START
+        if tree.opens[prev]:
+            roots = tree.bare_roots
+        elif tree.starts_word[best]:
+            roots = tree.spaced_roots
+        else:  # the model goes on with a word: a hotword would not replace a word here
+            return tree.child_ids[node] if node else None
+        if node:
+            roots = np.concatenate([tree.child_ids[node], roots])
+        return roots
+
+    def _pick(self, tokens: list[int], logits: np.ndarray) -> tuple[int, float]:
+        """(token, how much less log-probability it has than the plain choice: > 0 when only
+        the bonus chose it)."""
+        best = int(np.argmax(logits))
+        cands = self._candidates(tokens, best)
+        if cands is None or not len(cands) or self.tree.boost <= 0:
+            return best, 0.0
+        scores = logits[cands]
+        skip = self.bans.get(len(tokens), set()) | self._blocked(tokens)
+        while True:  # the best candidate not skipped (skip holds a few tokens: no set operation on arrays)
+            i = int(np.argmax(scores))
+            token = int(cands[i])
+            if scores[i] == -np.inf:
+                return best, 0.0
+            if token not in skip:
+                break
+            scores[i] = -np.inf
+        if token != best and scores[i] + self.tree.boost > logits[best]:
+            return token, float(logits[best] - scores[i])
+        return best, 0.0
+
+    def _blocked(self, tokens: list[int]) -> set[int]:
+        """First tokens of hotwords completed fewer than :data:`REENTRY_WORDS` words ago."""
+        if not self.completed:
+            return set()
+        starts = self.tree.starts_word
+        return {first for end, first in self.completed[-8:]
+                if sum(1 for t in tokens[end:] if starts[t]) < REENTRY_WORDS}
+
+    def _advance(self, tokens: list[int], token: int, cost: float, logits: np.ndarray, cache: object) -> bool:
+        """Move the match state by ``token`` (chosen at ``cost``); False when a steered match is abandoned."""
+        tree = self.tree
+        if tree is None:
+            return True
+        node = self.node
+        if node:
+            child = tree.children[node].get(token)
+            if child is not None:  # the match goes on
+                self._enter(tokens, child, token, cost, logits)
+                return True
+            complete = tree.word_of[node] >= 0 and tree.starts_word[token]
+            if self.cost > 0 and (not complete or self._log_prob() < tree.floor):
+                return False  # left before its end, ended inside a longer word, or too unlikely
+            self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
+        first = tree.children[0].get(token)
+        prev = tokens[-1] if tokens else START
+        if (first is not None and token not in self.bans.get(len(tokens), ())
+                and (tree.starts_word[token] or tree.opens[prev])):
+            self.snapshot = _Snapshot(len(tokens), 0, logits, cache, token)
+            self.cost, self.path = 0.0, []
+            self._enter(tokens, first, token, cost, logits)
+        return True
+
+    def _enter(self, tokens: list[int], child: int, token: int, cost: float, logits: np.ndarray) -> None:
+        """Step into ``child`` by ``token``, about to be appended to ``tokens``."""
+        self.node = child
+        self.cost += cost
+        self.path.append((logits, token))
+        if self.tree.word_of[child] >= 0:  # a hotword ends here (if the next token begins a word)
+            self.completed.append((len(tokens) + 1, self.snapshot.token))
+
+    def _log_prob(self) -> float:
+        """Log-probability the model alone gives the open match's tokens (log-softmax of
+        their steps only, computed once the match completes)."""
+        total = 0.0
+        for logits, token in self.path:
+            top = float(logits.max())
+            total += float(logits[token]) - top - float(np.log(np.exp(logits - top).sum()))
+        return total

@@ -1,0 +1,337 @@
+"""Hotwords (issue 28): spelling with the model's tokenizer, biasing the greedy decoder,
+the user's list on the CLI.
+
+The decoder-level tests drive :class:`captioner.asr.hotwords.Biasing` with a scripted
+"model" (logits that depend on the tokens so far) over the real ``tokenizer.bin``, so each
+case is exact and fast; the ``slow`` ones run the shipped Moonshine model on espeak-ng speech.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from captioner.asr.hotword_list import (MAX_BOOST, MAX_HOTWORDS, HotwordError, check_hotwords, parse_hotwords,
+                                        read_hotwords_file, spelling_problem)
+from captioner.asr.hotwords import REENTRY_WORDS, HotwordTree
+from captioner.asr.moonshine import default_model_dir
+from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, Tokenizer
+from captioner.cli import main
+from tests.speech import have_espeak
+
+V = 32768
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer(default_model_dir() / "tokenizer.bin")
+
+
+def pieces(tok, ids):
+    return [tok.pieces[i].decode("utf-8", "replace") for i in ids]
+
+
+# -- spelling ---------------------------------------------------------------------------------
+def test_encode_is_sentencepiece_bpe_of_the_llama_vocabulary(tok):
+    # Llama's tokenizer (the same piece list) gives these segmentations
+    assert pieces(tok, tok.encode(SPACE_MARK + "Kubernetes")) == ["▁K", "ubernetes"]
+    assert pieces(tok, tok.encode(SPACE_MARK + "the quick brown fox")) == ["▁the", "▁quick", "▁brown", "▁fo", "x"]
+    assert pieces(tok, tok.encode("Please")) == ["Please"]
+    for text in ("Siobhan Okonkwo", "Zoë Müller", "PostgreSQL 16", "naïve café", "O'Brien-Smith"):
+        assert tok.decode(tok.encode(SPACE_MARK + text)) == text
+    emoji = tok.encode("\U0001f984")  # no piece: UTF-8 byte fallback, 4 bytes
+    assert emoji == [3 + b for b in "\U0001f984".encode()]
+
+
+def test_a_character_without_a_piece_cannot_be_spelled(tok):
+    assert spelling_problem("Siobhan", tok) is None
+    problem = spelling_problem("Uni\U0001f984corn", tok)
+    assert "cannot spell" in problem and "U+1F984" in problem
+
+
+# -- the list -----------------------------------------------------------------------------------
+def test_hotwords_file_comments_blank_lines_and_bom(tmp_path):
+    f = tmp_path / "words.txt"
+    f.write_text("\ufeff# team\nSiobhan\n\n  Okonkwo   # lead\nC# \nNakamura  contract\n", encoding="utf-8")
+    assert read_hotwords_file(f) == ["Siobhan", "Okonkwo", "C#", "Nakamura  contract"]
+    assert check_hotwords(read_hotwords_file(f) + ["Siobhan"]) == ("Siobhan", "Okonkwo", "C#", "Nakamura contract")
+    assert parse_hotwords("a\r\n#b\r\nc") == ["a", "c"]
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8 text"),
+    (b"Siobhan\x00Okonkwo", "not a text file"),
+])
+def test_a_file_that_is_not_text_is_refused(tmp_path, content, needle):
+    f = tmp_path / "words.txt"
+    f.write_bytes(content)
+    with pytest.raises(HotwordError, match=needle):
+        read_hotwords_file(f)
+
+
+def test_list_limits():
+    with pytest.raises(HotwordError, match="empty"):
+        check_hotwords(["Siobhan", "  "])
+    with pytest.raises(HotwordError, match=f"more than {MAX_HOTWORDS}"):
+        check_hotwords([f"Word{i}" for i in range(MAX_HOTWORDS + 1)])
+    assert len(check_hotwords([f"Word{i}" for i in range(MAX_HOTWORDS)])) == MAX_HOTWORDS
+
+
+# -- biasing, on a scripted model -------------------------------------------------------------
+class Script:
+    """A toy decoder: after a token prefix, logits favour the next token of ``text`` by
+    ``margin``; ``alt`` maps a prefix (tuple of ids) to {token: logit} overrides."""
+
+    def __init__(self, tok, text: str, alt: dict | None = None, margin: float = 10.0):
+        self.ids = tok.encode(SPACE_MARK + text)
+        self.alt = alt or {}
+        self.margin = margin
+
+    def logits(self, tokens: list[int]) -> np.ndarray:
+        z = np.full(V, -10.0, np.float32)  # a confident model: the rest is far below
+        k = len(tokens)
+        nxt = self.ids[k] if tokens == self.ids[:k] and k < len(self.ids) else END
+        z[nxt] = self.margin
+        for tok_id, value in self.alt.get(tuple(tokens), {}).items():
+            z[tok_id] = value
+        return z
+
+
+def run(script: Script, tree: HotwordTree | None, max_tokens: int = 40) -> list[int]:
+    """The decode loop of ``MoonshineModel.decode`` with ``script`` in place of the decoder
+    (the "cache" is the token prefix the logits belong to)."""
+    biasing = tree.start(max_tokens) if tree is not None else None
+    tokens: list[int] = []
+    cache = ()
+    while len(tokens) < max_tokens:
+        logits = script.logits(list(cache))
+        if biasing is None:
+            token = int(np.argmax(logits))
+        else:
+            token, cache = biasing.choose(tokens, logits, cache)
+            assert list(cache) == tokens, "the returned cache belongs to the tokens kept"
+        if token == END:
+            break
+        tokens.append(token)
+        cache = tuple(tokens)
+    return tokens if biasing is None else biasing.finish(tokens)
+
+
+def test_bonus_turns_a_near_miss_into_the_hotword(tok):
+    ids = {p: tok.encode(p) for p in ("▁call", "▁Siobhan", "▁Shimon")}
+    call = ids["▁call"]
+    sio = ids["▁Siobhan"]  # ▁S io b han
+    # the model reads "call Shimon": "▁S" is 2 below "▁Sh", then each next Siobhan token 2 below
+    alt = {tuple(call): {sio[0]: 8.0}}
+    for k in range(1, len(sio)):
+        alt[tuple(call + sio[:k])] = {sio[k]: 8.0, ids["▁Shimon"][-1]: 10.0}
+    script = Script(tok, "call Shimon today", alt)
+    plain = tok.decode(run(script, None))
+    assert plain == "call Shimon today"
+    tree = HotwordTree(["Siobhan"], tok, boost=6.0)
+    # after Siobhan the script has no "today" (its prefix left the text): the model ends
+    assert tok.decode(run(script, tree)) == "call Siobhan"
+
+
+def test_an_abandoned_boosted_prefix_leaves_no_partial_word(tok):
+    call = tok.encode("▁call")
+    sio = tok.encode("▁Siobhan")
+    # "▁S" is within the boost of "▁Sh", but after "▁S" the model wants "imon", far above "io"
+    alt = {tuple(call): {sio[0]: 8.0}, tuple(call + sio[:1]): {tok.encode("imon")[0]: 20.0, sio[1]: 1.0}}
+    script = Script(tok, "call Shimon today", alt)
+    plain = run(script, None)
+    tree = HotwordTree(["Siobhan"], tok, boost=MAX_BOOST)
+    biased = run(script, tree)
+    assert biased == plain, tok.decode(biased)
+    assert tok.decode(biased) == "call Shimon today"
+
+
+def test_a_hotword_the_model_finds_unlikely_is_given_back(tok):
+    # each Siobhan token is just within the boost, but together far too unlikely (-9 each)
+    call = tok.encode("▁call")
+    sio = tok.encode("▁Siobhan")
+    alt = {tuple(call + sio[:k]): {sio[k]: 1.0} for k in range(len(sio))}
+    script = Script(tok, "call Shimon today", alt)
+    assert tok.decode(run(script, HotwordTree(["Siobhan"], tok, boost=9.5))) == "call Shimon today"
+
+
+def test_no_loop_at_the_largest_boost(tok):
+    words = ["Xylophorix", "Siobhan", "Okonkwo"]
+    firsts = {tok.encode(SPACE_MARK + w)[0] for w in words}
+    spelled = [tok.encode(SPACE_MARK + w) for w in words]
+
+    class Babble(Script):
+        """Garbage where every hotword token is nearly as likely as the best one and the
+        model never wants to stop: a boosted decoder's worst case."""
+
+        def logits(self, tokens):
+            z = np.full(V, -10.0, np.float32)
+            z[tok.encode("▁the")[0]] = 2.0
+            for ids in spelled:
+                z[ids] = 1.5
+            return z
+
+    tree = HotwordTree(words, tok, boost=MAX_BOOST)
+    out = run(Babble(tok, ""), tree, max_tokens=200)
+    text = tok.decode(out).split()
+    assert len(out) <= 200
+    for i, w in enumerate(text):
+        if w in words:  # never again within REENTRY_WORDS words
+            assert w not in text[i + 1 : i + 1 + REENTRY_WORDS], text
+    assert any(w in words for w in text) and firsts
+
+
+def test_unrelated_list_changes_nothing_on_a_script(tok):
+    script = Script(tok, "the meeting will start at nine tomorrow morning")
+    tree = HotwordTree([f"Zorvan{i}" for i in range(100)] + ["Siobhan"], tok)
+    assert run(script, tree) == run(script, None)
+
+
+# -- the CLI refuses bad lists with one line ------------------------------------------------
+@pytest.fixture
+def wav(tmp_path, monkeypatch):
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    path = tmp_path / "x.wav"
+    sf.write(path, np.zeros(1600, np.float32), 16000)
+    return path
+
+
+def _file(tmp_path, name, data: bytes):
+    f = tmp_path / name
+    f.write_bytes(data)
+    return str(f)
+
+
+@pytest.mark.parametrize("command", ["transcribe", "listen"])
+@pytest.mark.parametrize("argv, needle", [
+    (["--hotword", " "], "a hotword is empty"),
+    (["--hotword", "Uni\U0001f984corn"], "cannot spell hotword"),
+    (["--hotwords-file", "MANY"], "more than 500 hotwords"),
+    (["--hotwords-file", "BINARY"], "is not UTF-8 text"),
+    (["--hotwords-file", "MISSING"], "hotwords file not found"),
+    (["--hotword", "Siobhan", "--hotword-boost", "11"], "between 0 and 10"),
+    (["--hotword", "Siobhan", "--backend", "audio8", "--model", "."], "default and remote backends only"),
+])
+def test_cli_refuses_bad_lists_with_one_clear_line(wav, tmp_path, capfd, command, argv, needle):
+    files = {"MANY": _file(tmp_path, "many.txt", "\n".join(f"Word{i}" for i in range(501)).encode()),
+             "BINARY": _file(tmp_path, "bin.txt", b"\xff\xfe\x00\x01\x02garbage\x80"),
+             "MISSING": str(tmp_path / "nope.txt")}
+    argv = [files.get(a, a) for a in argv]
+    args = ["transcribe", str(wav), *argv] if command == "transcribe" else ["listen", "--file", str(wav), *argv]
+    assert main(args) == 2
+    err = capfd.readouterr().err.strip()
+    assert needle in err
+    assert len(err.splitlines()) == 1, err
+
+
+# -- the real model on espeak-ng speech ----------------------------------------------------
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    from captioner.asr.moonshine_model import MoonshineModel
+
+    return MoonshineModel(default_model_dir(), cache_root=tmp_path_factory.mktemp("model-cache"))
+
+
+def _clip(tmp_path, text: str, voice: str = "en-us") -> np.ndarray:
+    import subprocess
+
+    import soxr
+
+    path = tmp_path / "clip.wav"
+    subprocess.run(["espeak-ng", "-v", voice, "-s", "160", "-w", str(path), text], check=True)
+    audio, rate = sf.read(path, dtype="float32")
+    audio = soxr.resample(audio, rate, 16000).astype(np.float32)
+    return np.concatenate([np.zeros(4800, np.float32), audio, np.zeros(3200, np.float32)])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_biasing_turns_a_misread_name_right(model, tmp_path):
+    audio = _clip(tmp_path, "Then call Siobhan and ask about the Kubernetes upgrade.")
+    plain = model.transcribe(audio)
+    assert "Kubernetes" not in plain  # the model misreads it without the list
+    biased = model.transcribe(audio, bias=model.hotwords(["Siobhan", "Kubernetes", "Okonkwo"]))
+    assert "Kubernetes" in biased and "Siobhan" in biased, (plain, biased)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_unrelated_list_leaves_a_clips_tokens_identical(model, tmp_path):
+    from bench.hotwords import unrelated_words
+    from tests.speech import SENTENCES
+
+    tree = model.hotwords(unrelated_words(), MAX_BOOST / 2)
+    for sentence in SENTENCES[:3]:
+        audio = _clip(tmp_path, sentence)
+        assert model.generate(audio, bias=tree) == model.generate(audio)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_the_model_emits_the_tokenizers_spelling(model, tmp_path):
+    """What the model itself writes for a word is :meth:`Tokenizer.encode` of that word."""
+    from tests.speech import SENTENCES
+
+    words = same = 0
+    for sentence in SENTENCES:
+        ids = model.generate(_clip(tmp_path, sentence))
+        word: list[int] = []
+        for t in ids + [END]:
+            piece = model.tokenizer.pieces[t].decode("utf-8", "replace") if t != END else SPACE_MARK
+            if piece.startswith(SPACE_MARK) and word:
+                words += 1
+                same += model.tokenizer.encode(SPACE_MARK + model.tokenizer.decode(word)) == word
+                word = []
+            word.append(t)
+    assert words > 40 and same == words, (same, words)
+
+
+# -- the backend: partials and finals use the same list ---------------------------------------
+def test_partials_and_finals_decode_with_the_same_list():
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import StepRow
+    from captioner.engine.scheduler import DecodeBudget
+    from captioner.events import TextDelta
+    from tests.test_retention import ScriptedModel, ScriptedVad, chunk_at
+
+    class Recording(ScriptedModel):
+        def __init__(self):
+            super().__init__()
+            self.biases = []
+
+        def hotwords(self, words, boost=None):
+            return ("tree", tuple(words), boost)
+
+        def transcribe(self, audio, bias=None):
+            self.biases.append(bias)
+            return super().transcribe(audio)
+
+    model = Recording()
+    t = [0.0]
+    backend = ms.MoonshineBackend(model=model, vad=ScriptedVad(), budget=DecodeBudget(clock=lambda: t[0]),
+                                  hotwords=("Siobhan", "Okonkwo"), hotword_boost=5.0)
+    backend._worker.close()
+    backend._worker = ms.PartialWorker(backend._decode_clip, threaded=False)  # exact event order
+    backend.budget.parallel = False
+    state, kinds = None, set()
+    for i in range(120):  # 12 s: two lines, partials while they are open
+        t[0] += 0.1
+        (res,) = backend.step([StepRow(chunk_at(i), state, i * 0.1, (i + 1) * 0.1)])
+        state = res.state
+        kinds |= {ev.final for ev in res.events if isinstance(ev, TextDelta) and ev.text}
+    assert kinds == {True, False}
+    assert model.biases and set(model.biases) == {("tree", ("Siobhan", "Okonkwo"), 5.0)}
+
+
+def test_backend_refuses_a_list_the_model_cannot_use():
+    from captioner.asr import moonshine as ms
+    from captioner.asr.base import BackendError
+    from tests.test_retention import ScriptedModel, ScriptedVad
+
+    class Refusing(ScriptedModel):
+        def hotwords(self, words, boost=None):
+            raise HotwordError("the built-in model cannot spell hotword 'x'")
+
+    with pytest.raises(BackendError, match="cannot spell"):
+        ms.MoonshineBackend(model=Refusing(), vad=ScriptedVad(), hotwords=("x",))
