@@ -59,6 +59,13 @@ def session_options():
     return opts
 
 
+def log_softmax_at(logits: np.ndarray, index: int) -> float:
+    """``log(softmax(logits)[index])`` of ``[V]`` logits, computed stably in float64."""
+    x = np.asarray(logits, dtype=np.float64)
+    top = float(x.max())
+    return float(x[index] - top - np.log(np.exp(x - top).sum()))
+
+
 class MoonshineModel:
     """The loaded encoder, merged decoder and tokenizer of one model folder.
 
@@ -111,8 +118,11 @@ class MoonshineModel:
         """Token budget of a clip of ``n_samples`` samples (:data:`TOKENS_PER_S`)."""
         return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
 
-    def generate(self, audio: np.ndarray, max_tokens: int | None = None) -> list[int]:
+    def generate(self, audio: np.ndarray, max_tokens: int | None = None,
+                 logprobs: list[float] | None = None) -> list[int]:
         """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
+
+        ``logprobs``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -121,10 +131,13 @@ class MoonshineModel:
             return []
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget)
+        return self.decode(hidden, budget, logprobs)
 
-    def decode(self, hidden: np.ndarray, max_tokens: int) -> list[int]:
+    def decode(self, hidden: np.ndarray, max_tokens: int, logprobs: list[float] | None = None) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
+
+        ``logprobs``: when a list is given, the natural-log probability of every chosen
+        token (the end token included when it was reached) is appended to it.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -144,7 +157,10 @@ class MoonshineModel:
                 binding.bind_cpu_input("use_cache_branch", flag)
                 self.decoder.run_with_iobinding(binding)
                 outs = binding.get_outputs()
-                token = int(np.argmax(outs[0].numpy()[0, -1]))
+                logits = outs[0].numpy()[0, -1]
+                token = int(np.argmax(logits))
+                if logprobs is not None:
+                    logprobs.append(log_softmax_at(logits, token))
                 if token == END:
                     break
                 tokens.append(token)
@@ -157,6 +173,18 @@ class MoonshineModel:
             return tokens
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def transcribe_scored(self, audio: np.ndarray) -> tuple[str, float]:
+        """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
+        <= 0) of its greedy tokens, the end token included: the model's confidence in
+        its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s.
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        logprobs: list[float] = []
+        text = self.tokenizer.decode(self.generate(audio, logprobs=logprobs))
+        return text, (float(np.mean(logprobs)) if logprobs else 0.0)
 
     def transcribe(self, audio: np.ndarray) -> str:
         """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s).
