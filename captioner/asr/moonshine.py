@@ -7,8 +7,10 @@ copy per process, shared by the finals, the partials and every source. Nothing i
 downloaded.
 
 Each session cuts its audio into *lines* with its own VAD state
-(:mod:`captioner.asr.moonshine_lines`). A completed line is decoded once, as one clip, on
-the engine thread, and its text is *final* (followed by ``TurnBoundary(kind="line")``).
+(:mod:`captioner.asr.moonshine_lines`). A completed line is decoded as one clip on the
+engine thread -- again with silence around it when the model is unsure of its reading, the
+surer reading wins (:meth:`MoonshineBackend._line_text`) -- and its text is *final*
+(followed by ``TurnBoundary(kind="line")``).
 While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
