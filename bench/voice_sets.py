@@ -20,10 +20,17 @@ For every set it measures the WER (jiwer, normalised as ``tests.speech.normalize
   ``FileSource`` at ``--live-speed`` x real time (partials, LocalAgreement, finals).
 
 ``--meeting-minutes M`` adds the M-minute meeting of ``bench/meeting_audio.py``
-(one-pass transcribe, before and after). Writes ``OUT.json`` and ``OUT.png``:
+(one-pass transcribe, before and after). Writes ``OUT.json`` and ``OUT.png`` (a chart of the
+sets; none for the meeting alone):
 
     python bench/voice_sets.py --old-python /work/venv-old/bin/python --old-tree /tmp/old \\
-        --meeting-minutes 20 --out bench/results/voice_sets
+        --out bench/results/voice_sets
+    python bench/voice_sets.py --sets "" --meeting-minutes 20 --out bench/results/voice_sets_meeting20
+
+The old runtime's venv: ``python3 -m venv venv-old``, then ``pip install`` the dependencies of
+``git show 3e6d95f:pyproject.toml`` (``moonshine-voice>=0.1.5,<0.2``, ``moonshine-cpp``, numpy,
+soundfile, soxr, ...) and ``pip install --no-deps 'pipecat-ai>=1.14,<1.15'`` as
+``scripts/_common.sh`` does; the tree: ``git archive 3e6d95f | tar -x -C /tmp/old``.
 """
 
 from __future__ import annotations
@@ -348,7 +355,8 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-    plot(result, out.with_suffix(".png"))
+    if result["sets"]:
+        plot(result, out.with_suffix(".png"))
     print(json.dumps({k: v["wer"] for k, v in result["sets"].items()} | {"meeting": result.get("meeting", {})}))
 
 

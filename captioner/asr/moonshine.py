@@ -60,9 +60,10 @@ END_PAD_S = PARTIAL_PAD_S
 #: :data:`FRAME_LEAD_S` of silence before it and :data:`FRAME_TAIL_S` after it. Why: the
 #: model's reading of a line flips with shifts of its framing of a few milliseconds, in no
 #: fixed direction. Measured 2026-12-02 on ``bench/voice_sets.py`` (three multi-voice
-#: espeak-ng meetings): the moonshine-voice runtime cut the same lines within 10-60 ms of
-#: ours, and its clips decoded by our decoder give its text 40/40 -- yet 13 of 44 lines read
-#: differently; a start 6 ms later turned "plants turn sunlight" into "plants join sunlight".
+#: espeak-ng meetings): the moonshine-voice runtime cut the same lines (63 of 64 start and end
+#: within 0.1 s of ours, most within 30 ms), and its clips decoded by our decoder give its text
+#: (40/40) -- yet 35 of the 64 lines read differently; a start 6 ms later turned "plants turn
+#: sunlight" into "plants join sunlight".
 #: One framing per line: WER 12.8 / 17.0 / 24.6 % (as cut), 16.1 / 16.0 / 19.8 % (with the
 #: silence), the old runtime 14.7 / 20.2 / 23.4 %; the surer of the two: 10.1 / 13.3 / 16.8 %.
 #: The silence before the line also reads a clip that starts abruptly in loud sound, which
