@@ -151,3 +151,16 @@ def test_a_cache_folder_that_cannot_be_written_still_captions(tmp_path, monkeypa
     said.clear()
     prep.prepare(default_model_dir(), blocker / "cache", progress=lambda msg, pct: said.append(msg))
     assert not any("in memory" in s for s in said)  # said once per process
+
+
+def test_scored_reading_is_the_greedy_reading_with_its_mean_token_log_probability(model, clip):
+    from captioner.asr.moonshine_model import log_softmax_at
+
+    text, score = model.transcribe_scored(clip)
+    assert text == model.transcribe(clip)
+    logprobs: list[float] = []
+    tokens = model.generate(clip, logprobs=logprobs)
+    assert len(logprobs) in (len(tokens), len(tokens) + 1)  # + the end token when it was reached
+    assert score == pytest.approx(float(np.mean(logprobs))) and -5.0 < score < 0.0
+    x = np.array([1.0, 3.0, -2.0], np.float32)
+    assert log_softmax_at(x, 1) == pytest.approx(float(np.log(np.exp(3.0) / np.exp(x.astype(np.float64)).sum())))

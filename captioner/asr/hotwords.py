@@ -163,6 +163,7 @@ class Biasing:
         while True:
             token, cost = self._pick(tokens, logits)
             if self._advance(tokens, token, cost, logits, cache):
+                self.logits = logits  # the step's own logits (an earlier step's after a give-back)
                 return token, cache
             snap = self.snapshot  # abandoned a steered match: give its bonus back
             self.redone += len(tokens) - snap.pos

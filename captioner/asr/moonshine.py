@@ -7,8 +7,10 @@ copy per process, shared by the finals, the partials and every source. Nothing i
 downloaded.
 
 Each session cuts its audio into *lines* with its own VAD state
-(:mod:`captioner.asr.moonshine_lines`). A completed line is decoded once, as one clip, on
-the engine thread, and its text is *final* (followed by ``TurnBoundary(kind="line")``).
+(:mod:`captioner.asr.moonshine_lines`). A completed line is decoded as one clip on the
+engine thread -- again with silence around it when the model is unsure of its reading, the
+surer reading wins (:meth:`MoonshineBackend._line_text`) -- and its text is *final*
+(followed by ``TurnBoundary(kind="line")``).
 While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
@@ -54,12 +56,29 @@ PARTIAL_PAD_S = 0.2
 #: us", "No." as "Now, now, now,"; with 0.2 s appended "Yes.", "No.", "Okay.", and the
 #: 4.6 s and 1.6 s sentences ending 150 ms after their last word decode unchanged).
 END_PAD_S = PARTIAL_PAD_S
-#: A line of at least :data:`RETRY_MIN_S` that decodes to nothing is decoded once more with
-#: this much silence before it: Moonshine reads a clip that starts abruptly in loud sound as
-#: nothing (measured 2026-12-01: espeak-ng speech 20x over full scale, clipped flat, whose
-#: first line the VAD opened 70 ms into the sound: "" alone, the sentence with 0.1 s before it).
-RETRY_LEAD_S = 0.1
-RETRY_MIN_S = 1.0
+#: A completed line is read in two framings and the reading the model is surer of is its final
+#: text (:meth:`MoonshineBackend._line_text`): the line as cut, and the line with
+#: :data:`FRAME_LEAD_S` of silence before it and :data:`FRAME_TAIL_S` after it. Why: the
+#: model's reading of a line flips with shifts of its framing of a few milliseconds, in no
+#: fixed direction. Measured 2026-12-02 on ``bench/voice_sets.py`` (three multi-voice
+#: espeak-ng meetings): the moonshine-voice runtime cut the same lines (63 of 64 start and end
+#: within 0.1 s of ours, most within 30 ms), and its clips decoded by our decoder give its text
+#: (40/40) -- yet 35 of the 64 lines read differently; a start 6 ms later turned "plants turn
+#: sunlight" into "plants join sunlight".
+#: One framing per line: WER 12.8 / 17.0 / 24.6 % (as cut), 16.1 / 16.0 / 19.8 % (with the
+#: silence), the old runtime 14.7 / 20.2 / 23.4 %; the surer of the two: 10.1 / 13.3 / 16.8 %.
+#: The silence before the line also reads a clip that starts abruptly in loud sound, which
+#: alone reads as nothing (espeak-ng speech 20x over full scale, clipped flat).
+FRAME_LEAD_S = 0.25
+FRAME_TAIL_S = 0.6
+#: A reading as cut whose mean token log-probability (natural log, end token included) is at
+#: least this is kept without the second framing: the model is sure of it (60-65 % of the
+#: lines of ``bench/voice_sets.py``, same WER there as always reading both).
+SURE_LOGPROB = -0.1
+#: A line of at least this many seconds that one framing reads as words and the other as
+#: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
+#: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
+WORDS_MIN_S = 1.0
 #: Words at the end of a partial re-decode that LocalAgreement never commits (see
 #: ``captioner.asr.agreement.MIN_CLIP_S`` for what protects the last words instead).
 HOLDBACK_WORDS = 0
@@ -263,12 +282,7 @@ class MoonshineBackend(Backend):
             self._worker.discard(state.key)  # a re-decode of this line is moot now
             start, end = ev.start / sr, ev.end / sr
             had = bool(state.agreement.committed)
-            clip = self._clip(state, ev.start, ev.end)
-            if at_end:
-                clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
-            text = self._decode_clip(clip)
-            if not text and len(clip) >= RETRY_MIN_S * sr:
-                text = self._decode_clip(np.concatenate([np.zeros(int(RETRY_LEAD_S * sr), np.float32), clip]))
+            text = self._line_text(self._clip(state, ev.start, ev.end), at_end)
             rest = state.agreement.finish(text)
             final = self._final(state, rest, start, end, line_start=not had) if rest else None
             if final is not None:
@@ -279,6 +293,42 @@ class MoonshineBackend(Backend):
                 out.append(TextDelta("", end, end, final=False))
                 state.partial = ""
         return out
+
+    def _line_text(self, clip: np.ndarray, at_end: bool = False) -> str:
+        """Final text of a completed line's ``[n] float32`` samples: the surer of two framings.
+
+        The line as cut (with :data:`END_PAD_S` of silence appended when the input ended on
+        it) is read first; unless that reading is non-empty and sure (mean token
+        log-probability >= :data:`SURE_LOGPROB`), the line is read again with
+        :data:`FRAME_LEAD_S` of silence before and :data:`FRAME_TAIL_S` after it, and the
+        reading with the higher mean token log-probability is kept. A model without
+        ``transcribe_scored`` (test doubles) reads the line once, as cut.
+
+        Raises:
+            BackendError: the model failed.
+        """
+        sr = self.sample_rate
+        if at_end:
+            clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
+        scored = getattr(self.model, "transcribe_scored", None)
+        if scored is None:
+            return self._decode_clip(clip)
+        if self.bias is not None:
+            plain = scored
+            scored = lambda audio: plain(audio, bias=self.bias)  # noqa: E731 - the same list as partials
+        text, score = scored(clip)
+        text = text.strip()
+        if text and score >= SURE_LOGPROB:
+            return collapse_repeats(text)
+        framed = np.concatenate([np.zeros(int(FRAME_LEAD_S * sr), np.float32), clip,
+                                 np.zeros(int(FRAME_TAIL_S * sr), np.float32)])
+        text2, score2 = scored(framed)
+        text2 = text2.strip()
+        if len(clip) >= WORDS_MIN_S * sr and bool(text) != bool(text2):
+            text = text or text2  # words read in one framing are not silence
+        elif score2 > score:
+            text = text2
+        return collapse_repeats(text)
 
     def _record_optional(self, job: PartialJob) -> None:
         """Tell the budget what a finished re-decode cost (collected or thrown away)."""

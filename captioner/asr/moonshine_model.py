@@ -63,6 +63,13 @@ def session_options():
     return opts
 
 
+def log_softmax_at(logits: np.ndarray, index: int) -> float:
+    """``log(softmax(logits)[index])`` of ``[V]`` logits, computed stably in float64."""
+    x = np.asarray(logits, dtype=np.float64)
+    top = float(x.max())
+    return float(x[index] - top - np.log(np.exp(x - top).sum()))
+
+
 class MoonshineModel:
     """The loaded encoder, merged decoder and tokenizer of one model folder.
 
@@ -115,9 +122,11 @@ class MoonshineModel:
         """Token budget of a clip of ``n_samples`` samples (:data:`TOKENS_PER_S`)."""
         return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
 
-    def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None) -> list[int]:
-        """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens);
-        ``bias``: hotwords to prefer (see :meth:`decode`).
+    def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None,
+                 logprobs: list[float] | None = None) -> list[int]:
+        """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
+
+        ``bias`` and ``logprobs``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -126,14 +135,18 @@ class MoonshineModel:
             return []
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget, bias)
+        return self.decode(hidden, budget, bias, logprobs)
 
-    def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None) -> list[int]:
+    def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None,
+               logprobs: list[float] | None = None) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
 
         Args:
             bias: hotwords whose next tokens get a bonus (:mod:`captioner.asr.hotwords`:
                 it may take back a steered match and resume from an earlier step's cache).
+            logprobs: when a list is given, the natural-log probability (without any hotword
+                bonus) of every kept token (the end token included when it was reached) is
+                appended to it; a match the biasing takes back takes its entries with it.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -156,9 +169,13 @@ class MoonshineModel:
                 outs = binding.get_outputs()
                 logits = outs[0].numpy()[0, -1]
                 if biasing is None:
-                    token = int(np.argmax(logits))
+                    token, chosen = int(np.argmax(logits)), logits
                 else:  # may shorten tokens and hand back an earlier step's outputs
                     token, outs = biasing.choose(tokens, logits, outs)
+                    chosen = biasing.logits
+                if logprobs is not None:
+                    del logprobs[len(tokens):]
+                    logprobs.append(log_softmax_at(chosen, token))
                 if token == END:
                     break
                 tokens.append(token)
@@ -170,6 +187,19 @@ class MoonshineModel:
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None) -> tuple[str, float]:
+        """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
+        <= 0) of its greedy tokens, the end token included: the model's confidence in
+        its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s;
+        ``bias``: hotwords to prefer (:meth:`decode`).
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        logprobs: list[float] = []
+        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs))
+        return text, (float(np.mean(logprobs)) if logprobs else 0.0)
 
     def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None) -> str:
         """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s);
