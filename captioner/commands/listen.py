@@ -285,6 +285,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return _caption(args, backend, sources, fmt, out, err, stops)
     finally:
         stops.restore()
+        backend.close()  # ends its own threads (the partial re-decode) before the interpreter exits (#30.2)
 
 
 def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, out: TextIO, err: TextIO,

@@ -62,6 +62,7 @@ from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watch
 from captioner.engine.session import StreamingSession, feed_many
 from captioner.engine.turns import TurnSettings
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
+from captioner.native_calls import model_call
 
 log = logging.getLogger(__name__)
 
@@ -396,7 +397,7 @@ class LiveCaptioner:
                     budget.report_backlog(max((self._backlog(lane) for lane in lanes), default=0.0))
                 rows = [(lane.session, x) for lane in lanes if (x := self._take(lane, TAKE_S)) is not None]
                 if rows:
-                    self._emit_all(feed_many(rows))
+                    self._emit_all(_feed(rows))
                 for lane in lanes:
                     if (gap := self._take_gap(lane)) is not None:
                         self._restart_at_gap(lane, gap)
@@ -458,7 +459,7 @@ class LiveCaptioner:
 
     def _restart_at_gap(self, lane: _Lane, gap: "_Gap") -> None:
         """End ``lane``'s session at a gap (its last words appear) and restart its times after it."""
-        self._emit_all(feed_many([(lane.session, None)], end=True))
+        self._emit_all(_feed([(lane.session, None)], end=True))
         self._emit(gap.notice)  # after the last words before the gap (a transcript pane shows it between)
         lane.gaps_decoded += gap.seconds
         lane.shift = lane.popped / lane.session.sample_rate + lane.gaps_decoded
@@ -467,7 +468,7 @@ class LiveCaptioner:
         for lane in lanes:
             lane.ended = True
         before = {id(lane): lane.session.stats() for lane in lanes}  # end() resets the sessions
-        self._emit_all(feed_many([(lane.session, None) for lane in lanes], end=True))
+        self._emit_all(_feed([(lane.session, None) for lane in lanes], end=True))
         for lane in lanes:
             if lane.end_notice is not None:
                 self._emit(lane.end_notice)
@@ -563,6 +564,13 @@ class LiveCaptioner:
             if due is not None:
                 waits.append(due())
         return max(0.0, min(waits))
+
+
+def _feed(rows, end: bool = False) -> list[Event]:
+    """:func:`feed_many` marked as a model call: the turn detector's ONNX Runtime calls run on
+    the decode thread itself (see :mod:`captioner.native_calls`)."""
+    with model_call():
+        return feed_many(rows, end=end)
 
 
 def _backend_hook(backend: object, name: str) -> Callable[[], None]:
