@@ -79,7 +79,7 @@ def _run(how: str, forever: bool = False) -> subprocess.CompletedProcess:
 
 
 def test_a_re_decode_running_at_exit_aborts_the_process_unless_it_is_ended_first():
-    plain = _run("nothing")  # the cause, reproduced: the bare interpreter exit
+    plain = _run("nothing", forever=True)  # the cause, reproduced: the bare interpreter exit
     if sys.version_info < (3, 14):  # 3.14 parks such threads instead of ending them (gh-87135)
         assert plain.returncode == -6 and "terminate called without an active exception" in plain.stderr, plain
     closed = _run("close")  # the fix: close() waits for the running call before the exit
