@@ -446,7 +446,7 @@ class LiveCaptioner:
             lane.popped += n
             if skip:
                 lane.skipped += n
-        if not parts:
+        if skip or not parts:
             return None
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
