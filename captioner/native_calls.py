@@ -78,7 +78,7 @@ def wait_idle(timeout: float) -> bool:
         return _cond.wait_for(lambda: not _in_flight, timeout)
 
 
-def exit_process(code: int, grace_s: float = 0.5) -> int:
+def exit_process(code: int, grace_s: float = 0.1) -> int:
     """End the process with ``code``, safely whatever model calls are still running.
 
     Waits up to ``grace_s`` seconds for running model calls to return, and lets no new one
@@ -90,7 +90,9 @@ def exit_process(code: int, grace_s: float = 0.5) -> int:
 
     Args:
         code: the exit status.
-        grace_s: seconds to wait for running calls (a partial re-decode takes 0.1-1 s).
+        grace_s: seconds to wait for running calls. Short: the threads that can be ended were
+            joined before (the partial thread by ``Backend.close``), and a call still running
+            now was left behind by a bounded stop that already waited its 1.5 s.
     """
     global _closing
     deadline = time.monotonic() + grace_s

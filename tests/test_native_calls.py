@@ -66,15 +66,15 @@ if how == "close":
     worker.close()
 if how == "exit_process":
     t0 = time.monotonic()
-    code = exit_process(3)
+    code = exit_process(3, grace_s={grace!r})
     print(f"returned {{code}} after {{time.monotonic() - t0:.2f}} s", flush=True)
     sys.exit(code)
 """
 
 
-def _run(how: str, forever: bool = False) -> subprocess.CompletedProcess:
+def _run(how: str, forever: bool = False, grace: float = 0.1) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-c", SCRIPT.format(how=how, forever=forever)], capture_output=True,
+    return subprocess.run([sys.executable, "-c", SCRIPT.format(how=how, forever=forever, grace=grace)], capture_output=True,
                           text=True, env=env, timeout=120)
 
 
@@ -88,7 +88,7 @@ def test_a_re_decode_running_at_exit_aborts_the_process_unless_it_is_ended_first
 
 
 def test_exit_process_waits_for_a_call_that_ends_and_returns_the_code():
-    done = _run("exit_process")
+    done = _run("exit_process", grace=30.0)  # the re-decode ends 0.3 s after it began
     assert done.returncode == 3 and "terminate" not in done.stderr, done
     assert "returned 3" in done.stdout and "atexit ran" in done.stdout
 
