@@ -63,7 +63,7 @@ _teardown = SlowTeardown()
 atexit_ran = __import__("atexit").register(lambda: print("atexit ran", flush=True))
 how = {how!r}
 if how == "close":
-    worker.close()
+    worker.close(timeout=30)  # the order under test: the re-decode ends before the exit
 if how == "exit_process":
     t0 = time.monotonic()
     code = exit_process(3, grace_s={grace!r})

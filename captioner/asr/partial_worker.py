@@ -147,12 +147,14 @@ class PartialWorker:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending is None and self._running is None, timeout)
 
-    def close(self, timeout: float = 3.0) -> None:
-        """Stop the thread after the job it is running (waits up to ``timeout`` s: a re-decode of
-        the longest open line takes about 1 s on 2 busy cores).
+    def close(self, timeout: float = 0.5) -> None:
+        """Stop the thread after the job it is running, waiting up to ``timeout`` s for it.
 
         Call it before the process exits: a thread still inside the model's native call when
-        the interpreter finalises aborts the process (:mod:`captioner.native_calls`).
+        the interpreter finalises aborts the process (:mod:`captioner.native_calls`). The wait
+        is short because it delays the exit after Stop or Ctrl-C: a re-decode takes 0.1-0.6 s
+        on the quiet 2-core machine, but up to 2.9 s was measured at load 15 (2026-12-02); one
+        still running then is what ``exit_process`` ends the process around.
         """
         with self._cond:
             self._closed = True
