@@ -101,7 +101,7 @@ def exit_process(code: int, grace_s: float = 0.1) -> int:
         if _cond.wait_for(lambda: not _in_flight, max(0.0, deadline - time.monotonic())):
             return code
         names = sorted(t.name for t in threading.enumerate() if t.ident in _in_flight)
-    log.warning("exiting with model calls still running on %s (left behind by a bounded stop)", ", ".join(names))
+    log.info("ending the process around model calls still running on %s", ", ".join(names))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
