@@ -39,7 +39,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``captioner [command] ...``; returns the process exit code."""
+    """Run ``captioner [command] ...``; returns the process exit code.
+
+    Run as the program (``argv`` None: the console script, ``python -m captioner.cli``), it
+    ends through :func:`captioner.native_calls.exit_process`, so a model call a bounded stop
+    left running cannot abort the process at exit (status 134, issue 30.2).
+    """
+    code = _run(argv)
+    if argv is None:
+        from captioner.native_calls import exit_process
+
+        return exit_process(code)
+    return code
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     if args.install_desktop or args.uninstall_desktop:
         from captioner import desktop

@@ -90,6 +90,23 @@ def test_listen_duration_stops_a_live_file(tmp_path, fake_backend):
     assert 1 <= len(words) < 30  # stopped long before the 30 s file ended, last words flushed
 
 
+def test_listen_closes_its_backend_after_writing_the_transcript(tmp_path, monkeypatch):
+    """Issue 30.2: the backend's own threads (the default model's partial re-decode, inside ONNX
+    Runtime) are ended before the interpreter exits, or the process aborts with status 134."""
+    a, _ = _files(tmp_path)
+    target = tmp_path / "out.txt"
+    seen = []
+
+    class Closing(FakeBackend):
+        def close(self):
+            seen.append(target.read_text(encoding="utf-8") if target.exists() else None)
+
+    monkeypatch.setattr(listen, "_load_backend", lambda args: Closing(batch_size=2))
+    code, _, err = _run(["listen", "--file", a, "--fast", "-o", str(target)])
+    assert code == 0, err
+    assert len(seen) == 1 and seen[0] is not None and "w5" in seen[0]  # once, after the file was written
+
+
 def test_listen_system_never_falls_back_to_microphone(monkeypatch, fake_backend):
     sd = FakeSD([FakeDevice("Built-in mic", 1, 48000.0)])
     monkeypatch.setattr(D, "_sounddevice", lambda sd_=None: sd_ or sd)

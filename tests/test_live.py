@@ -214,6 +214,37 @@ def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
     assert last.dropped_s == pytest.approx(0.1) and last.audio_s == pytest.approx(0.4)
 
 
+def test_skip_backlog_counts_the_queue_but_not_the_chunk_inside_the_model():
+    """Issue 30.1: Stop ran out of drain time with 0.1 s inside a model call and 0.3 s queued. The
+    stop notice counted both (0.4 s), yet the call's word appears in the flush: 0.3 s is lost."""
+    sd = FakeSD(device_table())
+    clock = FakeClock()
+    mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=clock)
+    rec = Recorder()
+    gate, entered = threading.Event(), threading.Event()
+
+    class Slow(FakeBackend):
+        def step(self, rows):
+            entered.set()
+            gate.wait(30)  # the model is inside this call until the test lets it go
+            return super().step(rows)
+
+    live = LiveCaptioner(Slow(batch_size=1), [mic], rec, clock=clock)
+    live.start()
+    stream = sd.streams[0]
+    stream.deliver(tone(0.1, 16000))
+    assert entered.wait(30)
+    for _ in range(6):
+        stream.deliver(tone(0.05, 16000))
+    assert wait_until(lambda: live.backlog_s() >= 0.39)  # 0.3 s queued + 0.1 s in the model
+    assert live.stop(drain=True, timeout=0.01) is False  # the drain runs out at once
+    assert live.skip_backlog() == pytest.approx(0.3)
+    gate.set()
+    assert live.stop(drain=False, timeout=30)
+    words = "".join(e.text for e in rec.of(TextDelta) if e.final).split()
+    assert words == ["w1"]  # the chunk the model was decoding: captioned, not skipped
+
+
 def test_rejects_bad_configuration(tmp_path):
     a = FileSource(tmp_path / "a.wav", "X")
     b = FileSource(tmp_path / "b.wav", "X")

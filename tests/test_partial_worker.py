@@ -116,6 +116,26 @@ def test_close_stops_the_thread_and_refuses_new_work():
     assert not w.submit(job("a"))
 
 
+def test_close_waits_for_the_running_re_decode_which_counts_as_a_model_call():
+    """Issue 30.2: a re-decode still inside the model when the interpreter exits aborts the
+    process; close() (listen calls it through the backend) waits for it to return."""
+    from captioner import native_calls
+
+    gate = Gate()
+    w = PartialWorker(gate)
+    assert w.submit(job("a"))
+    assert gate.entered.acquire(timeout=30)
+    assert native_calls.in_flight() == 1  # the exit waits for it, or ends the process around it
+    closer = threading.Thread(target=w.close)
+    closer.start()
+    closer.join(0.05)
+    assert closer.is_alive()  # close() is waiting for the call...
+    gate.release.release()
+    closer.join(30)
+    assert not closer.is_alive() and not w._thread.is_alive()  # ...which ended before it returned
+    assert native_calls.in_flight() == 0
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"), reason="Linux thread priorities")
 def test_the_worker_thread_runs_at_lower_priority():
     import os

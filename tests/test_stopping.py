@@ -10,10 +10,11 @@ from captioner.engine.stopping import DRAIN_S, FLUSH_S, EventGate, StopOutcome, 
 class FakeLive:
     """Answers each ``stop`` with the next scripted result; records the calls."""
 
-    def __init__(self, results, backlog=3.25):
+    def __init__(self, results, backlog=3.25, queued=None):
         self.results = list(results)
         self.calls = []
-        self.backlog = backlog
+        self.backlog = backlog  # not decoded yet, the audio inside the model call included
+        self.queued = backlog if queued is None else queued  # not handed to the model yet
 
     def stop(self, drain=True, timeout=None):
         self.calls.append((drain, timeout))
@@ -24,6 +25,11 @@ class FakeLive:
 
     def backlog_s(self):
         return self.backlog
+
+    def skip_backlog(self):
+        self.calls.append("skip")
+        self.backlog -= self.queued
+        return self.queued
 
 
 def test_drained_in_time_is_one_call_and_says_nothing():
@@ -37,13 +43,21 @@ def test_a_backlog_is_skipped_after_the_drain_bound_and_told():
     live = FakeLive([False, True])
     told = []
     outcome = stop_within(live, on_skip=told.append)
-    assert live.calls == [(True, DRAIN_S), (False, FLUSH_S)] and told == [3.25]
+    assert live.calls == [(True, DRAIN_S), "skip", (False, FLUSH_S)] and told == [3.25]
     assert outcome == StopOutcome(False, 3.25, True)
     assert outcome.message() == "The last 3.2 s of audio could not be captioned in time."
 
 
+def test_audio_inside_the_model_call_is_not_told_as_skipped():
+    """Issue 30.1: when the drain runs out, 0.2 s is inside the model call and 3.0 s still queued;
+    the flush decodes the 0.2 s, so 3.0 s (not the 3.2 s backlog) could not be captioned."""
+    told = []
+    outcome = stop_within(FakeLive([False, True], backlog=3.2, queued=3.0), on_skip=told.append)
+    assert told == [3.0] and outcome == StopOutcome(False, 3.0, True)
+
+
 def test_a_hung_model_is_left_behind_and_said_once():
-    outcome = stop_within(FakeLive([False, False], backlog=1.3))
+    outcome = stop_within(FakeLive([False, False], backlog=1.3, queued=1.0))  # 0.3 s stuck in the model
     assert not outcome.ended
     assert outcome.message() == ("The last 1.3 s of audio could not be captioned in time; the model did not "
                                  "answer, so the text decoded before it is kept.")

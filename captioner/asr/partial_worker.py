@@ -28,6 +28,8 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 
+from captioner.native_calls import model_call
+
 #: Niceness added to the partial thread (Linux: per-thread). Finals run at normal priority.
 NICE = 10
 
@@ -145,8 +147,15 @@ class PartialWorker:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending is None and self._running is None, timeout)
 
-    def close(self, timeout: float = 10.0) -> None:
-        """Stop the thread after the job it is running (waits up to ``timeout`` s)."""
+    def close(self, timeout: float = 0.5) -> None:
+        """Stop the thread after the job it is running, waiting up to ``timeout`` s for it.
+
+        Call it before the process exits: a thread still inside the model's native call when
+        the interpreter finalises aborts the process (:mod:`captioner.native_calls`). The wait
+        is short because it delays the exit after Stop or Ctrl-C: a re-decode takes 0.1-0.6 s
+        on the quiet 2-core machine, but up to 2.9 s was measured at load 15 (2026-12-02); one
+        still running then is what ``exit_process`` ends the process around.
+        """
         with self._cond:
             self._closed = True
             self._pending = None
@@ -158,7 +167,8 @@ class PartialWorker:
     def _run(self, job: PartialJob) -> None:
         t0 = time.perf_counter()
         try:
-            job.text = self._decode(job.clip)
+            with model_call():  # the process never finalises while a re-decode runs (issue 30.2)
+                job.text = self._decode(job.clip)
         except BaseException as exc:  # reported to the session by poll(); never kills the thread
             job.error = exc
         job.cost_s = time.perf_counter() - t0

@@ -406,3 +406,26 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     elif args.format:
         out.write(format_transcript(result, fmt, mask=mask))
     return 1 if collector.failures else 0
+
+
+def _closing_backend(caption: Any) -> Any:
+    """``caption`` closing its backend when it returns (the transcript is written by then).
+
+    Closing ends the backend's own threads before the interpreter exits: the default model's
+    partial re-decode still inside ONNX Runtime there aborted ``listen`` with status 134
+    ("terminate called without an active exception", issue 30.2; see
+    :mod:`captioner.native_calls`).
+    """
+    import functools
+
+    @functools.wraps(caption)
+    def run(args: argparse.Namespace, backend: Any, *rest: Any) -> int:
+        try:
+            return caption(args, backend, *rest)
+        finally:
+            backend.close()
+
+    return run
+
+
+_caption = _closing_backend(_caption)

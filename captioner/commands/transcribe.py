@@ -176,8 +176,11 @@ def _end_session(session: StreamingSession, backend, stop: _StopRequest) -> list
     result: dict = {}
 
     def end() -> None:
+        from captioner.native_calls import model_call
+
         try:
-            result["events"] = session.end()
+            with model_call():  # a second Ctrl-C leaves it running: the exit must not finalise around it (#30.2)
+                result["events"] = session.end()
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             result["error"] = exc
 

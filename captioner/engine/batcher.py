@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from captioner.asr.base import Backend, StepResult, StepRow
+from captioner.native_calls import model_call
 
 #: Default batching wait (TensorFlowASR ``max_wait_ms`` default, 5 ms).
 DEFAULT_MAX_WAIT_MS = 5.0
@@ -180,7 +181,8 @@ class BatchEngine:
             return
         t0 = time.perf_counter()
         try:
-            results = self.backend.step([r.row for r in live])
+            with model_call():  # the process never finalises while a step runs (issue 30.2)
+                results = self.backend.step([r.row for r in live])
             if len(results) != len(live):
                 raise RuntimeError(
                     f"backend {self.backend.name} returned {len(results)} results for {len(live)} rows"

@@ -63,6 +63,7 @@ from captioner.engine.rounds import feed_many
 from captioner.engine.session import StreamingSession
 from captioner.engine.turns import TurnSettings
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
+from captioner.native_calls import model_call
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,9 @@ class _Lane:
     meter: LevelMeter
     pending: collections.deque = dataclasses.field(default_factory=collections.deque)
     pushed: int = 0  # samples queued by the capture thread (only it writes this)
-    popped: int = 0  # samples taken by the decode thread (only it writes this)
+    popped: int = 0  # samples taken off ``pending`` (decoded or skipped; under the pending lock)
     dropped: int = 0  # samples dropped because the backlog was full (capture thread)
+    skipped: int = 0  # samples discarded undecoded by a stop without drain (under the pending lock)
     drops: int = 0  # how many times that happened
     capture_done: bool = False  # capture thread: no more audio will come
     end_notice: Notice | None = None  # why capture ended (device lost, file ended)
@@ -187,6 +189,7 @@ class LiveCaptioner:
         self._wakeup = threading.Event()  # capture thread: a source queued audio
         self._decode_wakeup = threading.Event()  # decode thread: audio is pending
         self._emit_lock = threading.RLock()
+        self._pending_lock = threading.Lock()  # taking from / skipping the lanes' pending queues
         self._drain = True
         self._done = threading.Event()
         self._done.set()
@@ -264,6 +267,43 @@ class LiveCaptioner:
     def backlog_s(self) -> float:
         """Seconds of captured audio not yet decoded, worst source (queues + session)."""
         return max((self._backlog(lane) for lane in self._lanes), default=0.0)
+
+    def skip_backlog(self) -> float:
+        """Stop capture and discard, now, the audio not yet handed to the model; say how much.
+
+        What the model is decoding at this moment (at most :data:`TAKE_S` per source, already
+        in the session) is kept: a following ``stop(drain=False)`` still ends every session, so
+        those words appear. The return value is therefore exactly the audio that will not be
+        captioned (the stop notice's number): counting :meth:`backlog_s` instead, which includes
+        that audio, overstated it by up to 0.4 s (issue 30.1).
+
+        Returns:
+            Seconds discarded by stops without drain in this run so far, worst source.
+            Audio a source still holds (its capture pass not finished) is counted too,
+            since the decode thread discards it when it arrives.
+        """
+        self._drain = False
+        self._halt.set()
+        self._wakeup.set()
+        self._decode_wakeup.set()
+        worst = 0.0
+        for lane in self._lanes:
+            with self._pending_lock:
+                kept, n = [], 0
+                while lane.pending:
+                    part = lane.pending.popleft()
+                    if isinstance(part, _Gap):
+                        kept.append(part)  # its notice still tells the gap's true times
+                    else:
+                        n += len(part)
+                lane.pending.extendleft(reversed(kept))
+                lane.popped += n
+                lane.skipped += n
+                seconds = lane.skipped / lane.source.target_rate
+            if not lane.capture_done:  # its last read is still to come: discarded on arrival
+                seconds += lane.source.stats().queued_s
+            worst = max(worst, seconds)
+        return worst
 
     def source_stats(self) -> dict[str, SourceStats]:
         """Capture counters per source label (latency, overflows, drops at the device queue)."""
@@ -358,16 +398,16 @@ class LiveCaptioner:
                 self._decode_wakeup.clear()
                 if self._halt.is_set() and not self._drain:
                     for lane in lanes:
-                        self._take(lane)  # discard what was captured but not decoded
+                        self._take(lane, skip=True)  # discard what was captured but not decoded
                 budget = getattr(self.backend, "budget", None)
                 if budget is not None:  # optional work (partials) is shed while behind
                     budget.report_backlog(max((self._backlog(lane) for lane in lanes), default=0.0))
                 rows = [(lane.session, x) for lane in lanes if (x := self._take(lane, TAKE_S)) is not None]
                 if rows:
-                    self._emit_all(feed_many(rows))
+                    self._emit_all(_feed(rows))
                 for lane in lanes:
-                    if lane.pending and isinstance(lane.pending[0], _Gap):
-                        self._restart_at_gap(lane, lane.pending.popleft())
+                    if (gap := self._take_gap(lane)) is not None:
+                        self._restart_at_gap(lane, gap)
                 finishing = [lane for lane in lanes if lane.capture_done and not lane.pending]
                 if finishing:
                     self._end_lanes(finishing)
@@ -397,29 +437,36 @@ class LiveCaptioner:
             self._emit(Notice("Captioning stopped.", "info", "stopped"))
             self._done.set()
 
-    def _take(self, lane: _Lane, most_s: float | None = None):
-        """The audio queued before the next gap, at most ``most_s`` seconds of it (None = all)."""
+    def _take(self, lane: _Lane, most_s: float | None = None, skip: bool = False):
+        """The audio queued before the next gap, at most ``most_s`` seconds of it (None = all);
+        with ``skip`` it is counted as skipped (never decoded)."""
         most = None if most_s is None else max(1, int(most_s * lane.source.target_rate))
         parts, n = [], 0
-        while lane.pending and not isinstance(lane.pending[0], _Gap) and (most is None or n < most):
-            try:
+        with self._pending_lock:  # skip_backlog() may empty the queue from another thread
+            while lane.pending and not isinstance(lane.pending[0], _Gap) and (most is None or n < most):
                 part = lane.pending.popleft()
-            except IndexError:
-                break
-            if most is not None and n + len(part) > most:  # the rest stays first in the queue
-                lane.pending.appendleft(part[most - n:])
-                part = part[: most - n]
-            parts.append(part)
-            n += len(part)
-        if not parts:
+                if most is not None and n + len(part) > most:  # the rest stays first in the queue
+                    lane.pending.appendleft(part[most - n:])
+                    part = part[: most - n]
+                parts.append(part)
+                n += len(part)
+            lane.popped += n
+            if skip:
+                lane.skipped += n
+        if skip or not parts:
             return None
-        x = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        lane.popped += len(x)
-        return x
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _take_gap(self, lane: _Lane) -> "_Gap | None":
+        """The gap marker first in ``lane``'s queue, taken off it, or None."""
+        with self._pending_lock:
+            if lane.pending and isinstance(lane.pending[0], _Gap):
+                return lane.pending.popleft()
+        return None
 
     def _restart_at_gap(self, lane: _Lane, gap: "_Gap") -> None:
         """End ``lane``'s session at a gap (its last words appear) and restart its times after it."""
-        self._emit_all(feed_many([(lane.session, None)], end=True))
+        self._emit_all(_feed([(lane.session, None)], end=True))
         self._emit(gap.notice)  # after the last words before the gap (a transcript pane shows it between)
         lane.gaps_decoded += gap.seconds
         lane.shift = lane.popped / lane.session.sample_rate + lane.gaps_decoded
@@ -428,7 +475,7 @@ class LiveCaptioner:
         for lane in lanes:
             lane.ended = True
         before = {id(lane): lane.session.stats() for lane in lanes}  # end() resets the sessions
-        self._emit_all(feed_many([(lane.session, None) for lane in lanes], end=True))
+        self._emit_all(_feed([(lane.session, None) for lane in lanes], end=True))
         for lane in lanes:
             if lane.end_notice is not None:
                 self._emit(lane.end_notice)
@@ -530,6 +577,13 @@ class LiveCaptioner:
             if due is not None:
                 waits.append(due())
         return max(0.0, min(waits))
+
+
+def _feed(rows, end: bool = False) -> list[Event]:
+    """:func:`feed_many` marked as a model call: the turn detector's ONNX Runtime calls run on
+    the decode thread itself (see :mod:`captioner.native_calls`)."""
+    with model_call():
+        return feed_many(rows, end=end)
 
 
 def _backend_hook(backend: object, name: str) -> Callable[[], None]:

@@ -30,6 +30,8 @@ class Stoppable(Protocol):
 
     def backlog_s(self) -> float: ...
 
+    def skip_backlog(self) -> float: ...
+
 
 @dataclass(frozen=True)
 class StopOutcome:
@@ -37,7 +39,8 @@ class StopOutcome:
 
     Attributes:
         drained: every queued second was decoded and the sessions ended in time.
-        skipped_s: seconds of audio not decoded (the backlog when the drain ran out; 0.0 when drained).
+        skipped_s: seconds of audio never captioned (0.0 when drained): what was discarded when
+            the drain ran out, plus, when the model did not answer, what it was still decoding.
         ended: the run ended within the bound; False = a model call was left running
             (whatever it delivers later must be ignored, and the backend is still busy).
     """
@@ -70,16 +73,23 @@ def stop_within(live: Stoppable, on_skip: Callable[[float], None] | None = None,
     Returns:
         A :class:`StopOutcome`. A ``KeyboardInterrupt`` during the drain (a second
         Ctrl-C) skips the rest of the queue like a timeout; one during the flush propagates.
+
+    The skipped seconds are those :meth:`LiveCaptioner.skip_backlog` discards, not the
+    backlog when the drain ran out: that also holds the audio the model is decoding at that
+    moment, whose words still appear during the flush (counting it overstated the notice by
+    up to 0.4 s). Only when the flush does not end is that audio lost too, and added.
     """
     try:
         if live.stop(drain=True, timeout=drain_s):
             return StopOutcome(True, 0.0, True)
     except KeyboardInterrupt:
         pass
-    skipped = live.backlog_s()
+    skipped = live.skip_backlog()
     if on_skip is not None:
         on_skip(skipped)
-    return StopOutcome(False, skipped, live.stop(drain=False, timeout=flush_s))
+    if live.stop(drain=False, timeout=flush_s):
+        return StopOutcome(False, skipped, True)
+    return StopOutcome(False, skipped + live.backlog_s(), False)
 
 
 class EventGate:

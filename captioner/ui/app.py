@@ -18,6 +18,7 @@ from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon
 from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
+from captioner.ui.overlay_window import DISPLAY_NAME
 from captioner.ui.placement import first_run_placement
 from captioner.ui.settings import APPLICATION, ORGANIZATION, Keys, Settings, profanity_filter
 from captioner.ui.settings_dialog import SettingsDialog
@@ -183,6 +184,17 @@ def display_problem(env: Mapping[str, str] | None = None, platform: str | None =
     return NO_DISPLAY_MESSAGE
 
 
+def identify_application(app: QApplication) -> None:
+    """Names and icon of the app as the desktop sees them. The display name "captioner" is what Qt
+    appends to window titles that do not end with it (the overlay's title carries it already:
+    :data:`captioner.ui.overlay_window.TITLE`)."""
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName(DISPLAY_NAME)
+    app.setWindowIcon(application_icon())
+    app.setDesktopFileName(APP_ID)  # Wayland: the compositor takes the icon from the installed desktop entry
+
+
 def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, autostart: bool = False) -> int:
     """Run the desktop app until it quits.
 
@@ -200,11 +212,7 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         print(problem, file=sys.stderr)
         return 1
     app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
-    app.setOrganizationName(ORGANIZATION)
-    app.setApplicationName(APPLICATION)
-    app.setApplicationDisplayName("captioner")
-    app.setWindowIcon(application_icon())
-    app.setDesktopFileName(APP_ID)  # Wayland: the compositor takes the icon from the installed desktop entry
+    identify_application(app)
     guard = SingleInstance()
     if not guard.acquire():
         if guard.notified:

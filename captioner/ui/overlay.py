@@ -49,7 +49,7 @@ from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint
 from captioner.ui.overlay_stacking import DialogStacking
 from captioner.ui.overlay_notice import OverlayNotice
 from captioner.ui.overlay_shape import OpaqueShape
-from captioner.ui.overlay_window import always_on_top_note, overlay_flags, system_move_allowed
+from captioner.ui.overlay_window import TITLE, always_on_top_note, overlay_flags, system_move_allowed
 from captioner.ui.settings import Keys, Settings
 
 __all__ = [
@@ -81,7 +81,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
     def __init__(self, settings: Settings | None = None) -> None:
         super().__init__(None)
         self.settings = settings
-        self.setWindowTitle("Captions")
+        self.setWindowTitle(TITLE)  # what window-manager rules match (README, Settings' note)
         self.setObjectName("CaptionOverlay")
         self.setAccessibleName("Captions overlay")  # a fixed name: screen readers follow the transcript pane
         self._click_through = False

@@ -127,6 +127,15 @@ def system_move_allowed(platform: str | None = None) -> bool:
     return not bypasses_window_manager(platform)
 
 
+#: The application's display name (``QGuiApplication.applicationDisplayName``).
+DISPLAY_NAME = "captioner"
+#: The overlay's window title, as window-manager rules ("keep above") match it. Qt's xcb
+#: platform appends " — <display name>" to ``_NET_WM_NAME`` (not to ``WM_NAME``) unless the
+#: title already ends with it, so a bare "Captions" read "Captions — captioner" in one property
+#: and "Captions" in the other (issue 30.5); ending with the display name, both read this.
+TITLE = f"Captions \u2014 {DISPLAY_NAME}"
+
+
 def always_on_top_note(platform: str | None = None, environ: dict | None = None) -> str:
     """What to tell the user where "always on top" cannot be forced, or ``""``.
 
@@ -140,13 +149,13 @@ def always_on_top_note(platform: str | None = None, environ: dict | None = None)
         return (
             "On Wayland an app cannot keep its own window above others, so the caption overlay may go behind "
             "the active window. Start captioner with QT_QPA_PLATFORM=xcb to run it under XWayland, or add a "
-            "'keep above' rule for the window titled 'Captions' in your compositor (KDE: Window Rules; "
+            f"'keep above' rule for the window titled '{TITLE}' in your compositor (KDE: Window Rules; "
             "GNOME: the 'Always on top' window menu entry)."
         )
     if name == "xcb" and env.get("WAYLAND_DISPLAY"):
         return (
             "Running under XWayland: the caption overlay stays above other X11 windows, but native Wayland "
             "windows (fullscreen ones included) may cover it; add a 'keep above' rule for the window titled "
-            "'Captions' in your compositor if that happens."
+            f"'{TITLE}' in your compositor if that happens."
         )
     return ""

@@ -121,8 +121,12 @@ def test_stop_with_a_10_s_backlog_returns_within_2_s_and_says_what_was_skipped(q
         assert 2 <= len(words) < 150  # 200 chunks would take 10 s
         (told,) = [e for e in events if isinstance(e, Notice) and e.code == "stop_skipped"]
         skipped = float(told.message.split("The last ")[1].split(" s ")[0])
-        # >= 10 s queued, of which the 1 s drain decodes about 2 s; never more than was not decoded
-        assert 7.0 < skipped <= 20.0 - (len(words) - 1) * 0.1, (skipped, words)
+        # >= 10 s queued, of which the 1 s drain decodes about 2 s
+        assert 7.0 < skipped < 18.0, (skipped, words)
+        # every 0.1 s chunk of the 20 s file is either captioned (one word) or told as skipped: the
+        # audio inside the model call when the drain ran out is decoded in the flush, not skipped
+        # (issue 30.1: it was counted as both, 0.1-0.4 s too many, on a slow machine and a fast one)
+        assert abs(skipped + 0.1 * len(words) - 20.0) < 0.051, (skipped, len(words))
         assert "did not answer" not in told.message
     finally:
         assert ctl.shutdown(10000)

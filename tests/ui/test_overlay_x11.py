@@ -191,3 +191,29 @@ def test_without_a_compositor_an_idle_overlay_is_no_black_box(tmp_path):
         left, top = d.geometry(notice.window)[:2]
         wait_for(lambda: _reddish(_pixel(d, left + 12, top + 8)), 5,
                  f"a notice on the idle overlay shown whole (seen {_pixel(d, left + 12, top + 8)})")
+
+
+def _xprop_text(d, window: int, prop: str) -> str:
+    """A text property of ``window`` as xprop decodes it (UTF-8 locale: COMPOUND_TEXT and UTF8_STRING alike)."""
+    import subprocess
+
+    out = subprocess.run(["xprop", "-id", str(window), "-notype", prop], env={**d.env, "LC_ALL": "C.UTF-8"},
+                         capture_output=True, text=True, encoding="utf-8", timeout=30).stdout
+    m = re.fullmatch(rf'{prop} = "(.*)"\s*', out, re.S)
+    assert m, out
+    return m.group(1)
+
+
+def test_the_window_manager_sees_the_title_the_readme_names(tmp_path):
+    """Issue 30.5: a "keep above" rule written for the title the README names matches the overlay,
+    whichever property the window manager reads (WM_NAME was "Captions", _NET_WM_NAME
+    "Captions — captioner": Qt appended the app's display name to one only)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    named = re.search(r'"keep above" rule for the window titled "([^"]+)"', " ".join(readme.split()))
+    assert named, "the README names the overlay's title for a window-manager rule"
+    with desktop(tmp_path) as d:
+        overlay = d.client("overlay", *map(str, OVERLAY), "click-through")
+        titles = {prop: _xprop_text(d, overlay.window, prop) for prop in ("WM_NAME", "_NET_WM_NAME")}
+    assert titles == {"WM_NAME": named.group(1), "_NET_WM_NAME": named.group(1)}

@@ -53,6 +53,10 @@ class Fullscreen(Counter):
 def main(argv: list[str]) -> int:
     app = QApplication(argv[:1])
     mode = argv[1]
+    if mode.startswith("overlay"):  # named as the app names itself (Qt titles windows with it)
+        from captioner.ui.app import identify_application
+
+        identify_application(app)
     if mode == "overlay":
         from captioner.events import TextDelta
         from captioner.ui.overlay import CaptionOverlay
