@@ -71,9 +71,6 @@ def _run(argv: list[str] | None) -> int:
         code = run_gui()
     else:
         code = int(importlib.import_module(COMMANDS[args.command]).run(args))
-    from captioner.engine.capture_first import exit_now_if_loading
-
-    exit_now_if_loading(code)  # stopped while the model loaded: its thread would abort the interpreter's exit
     return code
 
 

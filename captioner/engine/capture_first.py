@@ -24,6 +24,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from captioner.native_calls import model_call
+
 #: Seconds of audio each live source keeps while the model loads. The live pipeline keeps
 #: at most this much backlog too (``LiveCaptioner.max_backlog_s``); 120 s of 48 kHz stereo
 #: float32 is 46 MB per source at worst (a 16 kHz mono monitor: 7.7 MB): bounded, and far
@@ -86,42 +88,6 @@ def captured_s(sources: Sequence[Any]) -> float:
     return out
 
 
-_loads: "set[BackgroundLoad]" = set()  # loads whose thread has not ended
-_loads_lock = threading.Lock()
-
-
-def loading() -> bool:
-    """True while a :class:`BackgroundLoad` thread is still inside its ``load()``."""
-    with _loads_lock:
-        return bool(_loads)
-
-
-def exit_now_if_loading(code: int) -> None:
-    """End the process with ``code`` now when a model load is still running on its thread.
-
-    A Stop/Ctrl-C/Quit during the load leaves it running (it cannot be interrupted); at the
-    interpreter's normal exit ONNX Runtime's thread pools are then destroyed under it and the
-    process aborts ("terminate called without an active exception", exit -6; measured with
-    ``listen`` interrupted while the built-in model was being prepared). The command's work is
-    done by then (nothing was captioned, so nothing is unwritten): the standard streams and the
-    log are flushed and the process ends with ``os._exit``. Otherwise returns.
-    """
-    if not loading():
-        return
-    import logging
-    import os
-    import sys
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:  # noqa: BLE001 - a closed pipe: nothing more to say
-            pass
-    logging.shutdown()
-    os._exit(code)
-
-
 def preview_levels(sources: Sequence[Any], seen: dict) -> list:
     """One :class:`~captioner.events.Level` per source that captured something new since the last
     call (``seen``: the caller's dict, source -> callbacks counted then), from the newest 50 ms
@@ -172,19 +138,18 @@ class BackgroundLoad:
         self._load = load
         self._on_done = on_done
         self._thread = threading.Thread(target=self._run, name="captioner-load", daemon=True)
-        with _loads_lock:
-            _loads.add(self)
         self._thread.start()
 
     def _run(self) -> None:
         t0 = time.monotonic()
         try:
-            self.backend = self._load()
+            # A load left running by Stop/Ctrl-C/Quit is inside ONNX Runtime: the process must not
+            # finalise around it (it aborts, "terminate called without an active exception");
+            # captioner.native_calls.exit_process ends the process instead (issue 30.2).
+            with model_call():
+                self.backend = self._load()
         except BaseException as exc:  # noqa: BLE001 - reported by the caller, never lost on this thread
             self.error = exc
-        finally:
-            with _loads_lock:
-                _loads.discard(self)
         self.seconds = time.monotonic() - t0
         self.done.set()
         if self._on_done is not None:
@@ -200,5 +165,5 @@ class BackgroundLoad:
         return self.done.wait(timeout)
 
 
-__all__ = ["LIVE_KINDS", "LOAD_QUEUE_S", "BackgroundLoad", "captured_s", "close_sources", "exit_now_if_loading",
+__all__ = ["LIVE_KINDS", "LOAD_QUEUE_S", "BackgroundLoad", "captured_s", "close_sources", 
            "loading", "open_before_load", "preview_levels"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from captioner.events import Event
+from captioner.native_calls import model_call
 
 if TYPE_CHECKING:
     from captioner.engine.session import StreamingSession
@@ -118,13 +119,15 @@ class ReadAhead:
             upcoming = next(self._blocks, None)
             while upcoming is not None and not self._halt.is_set():
                 block, upcoming = upcoming, next(self._blocks, None)
-                s._push(block)
+                with model_call():  # the push runs the VAD pass in ONNX Runtime (issue 30.2)
+                    s._push(block)
                 ahead = upcoming is not None  # its VAD pass waits for the first chunk in flight
                 while (row := s._next_row()) is not None:
                     t0 = time.perf_counter()
                     future = s.engine.submit(row, s)
                     if ahead:
-                        s._speech_ahead(upcoming)  # while the engine decodes this chunk
+                        with model_call():
+                            s._speech_ahead(upcoming)  # while the engine decodes this chunk
                         ahead = False
                     result = future.result()
                     events, audio, speech = s._advance(row, result, time.perf_counter() - t0)
