@@ -12,7 +12,11 @@ GUI's ``EngineController`` on a QThread, offscreen, with ``--gui``), and measure
   notices;
 * real-time factor (model busy seconds / audio seconds), CPU seconds per thread, engine
   overhead (CPU seconds of the capture + decode threads per wall second), RSS over time;
-* WER of the final text against the rendered sentences (jiwer, normalised).
+* WER of the final text against the rendered sentences (jiwer, normalised);
+* caption stability: erased words per final word (``captioner/transcript/erasure.py``,
+  DESIGN section 4: words a screen showed that the next one took back or changed; events
+  of a source less than 50 ms apart are one screen), as shown and normalised. It is
+  computed with this checkout's module for every run, the ``before`` code included.
 
 Each configuration runs in its own child process, one after another in one invocation
 (so they see the same machine load; ``os.getloadavg()`` is recorded before and after):
@@ -29,6 +33,7 @@ Writes ``OUT.json`` and ``OUT.png``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -97,6 +102,30 @@ def summary(values) -> dict:
         "mean": round(float(np.mean(values)), 3) if values else None,
         "n": len(values),
     }
+
+
+def load_erasure():
+    """``captioner/transcript/erasure.py`` of this checkout, loaded by path: the ``before``
+    run imports another revision's ``captioner``, which may not have it."""
+    spec = importlib.util.spec_from_file_location("_bench_erasure", ROOT / "captioner" / "transcript" / "erasure.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def stability(records) -> dict:
+    """Erasure of a run: ``records`` are ``(wall s, event)`` in arrival order.
+
+    Returns ``erasure`` (erased words per final word, words as shown), ``erasure_normalised``
+    (words compared lower-cased without punctuation), ``erased_words``, ``final_words``,
+    ``screens``.
+    """
+    er = load_erasure()
+    shown, plain = er.erasure(records), er.erasure(records, normalise=True)
+    ratio = (lambda r: round(r.ratio, 3) if r.ratio is not None else None)
+    return {"erasure": ratio(shown), "erasure_normalised": ratio(plain), "erased_words": shown.erased_words,
+            "final_words": shown.final_words, "screens": shown.screens}
 
 
 def child(args) -> None:
@@ -230,6 +259,7 @@ def child(args) -> None:
         # transient peaks of one decode are not growth
         "rss_growth_after_warmup_mb": growth(warm),
         "wer": wers,
+        "stability": stability(records),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
         "timeline": samples,
@@ -285,7 +315,7 @@ def plot(results: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
     for r in results:
         t = [s["t"] for s in r["timeline"]]
         axes[0].plot(t, [s["backlog_s"] for s in r["timeline"]], label=r["config"])
@@ -304,6 +334,15 @@ def plot(results: list[dict], path: Path, title: str) -> None:
     axes[2].set_xticks([xi + 0.33 for xi in x], names)
     axes[2].set(title="latency after the words were played", ylabel="s")
     axes[2].set_yscale("log")
+    shown = [(r.get("stability") or {}).get("erasure") or 0 for r in results]
+    plain = [(r.get("stability") or {}).get("erasure_normalised") or 0 for r in results]
+    axes[3].bar([xi - 0.2 for xi in x], shown, 0.4, label="words as shown")
+    axes[3].bar([xi + 0.2 for xi in x], plain, 0.4, label="normalised", hatch="//")
+    for xi, v in zip(x, shown):
+        axes[3].annotate(f"{v:.2f}", (xi - 0.2, v), ha="center", va="bottom", fontsize=8)
+    axes[3].axhline(0.3, color="grey", ls="--", lw=0.8)
+    axes[3].set_xticks(list(x), names)
+    axes[3].set(title="erasure: erased words per final word", ylabel="words / final word")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.suptitle(title)
@@ -365,7 +404,8 @@ def main() -> None:
                 r["code"] = "working tree"
             results.append(r)
             brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "backlog_max_s",
-                                        "dropped_s", "rtf", "wer", "engine_overhead", "rss_growth_after_warmup_mb")}
+                                        "dropped_s", "rtf", "wer", "stability", "engine_overhead",
+                                        "rss_growth_after_warmup_mb")}
             print(json.dumps(brief), file=sys.stderr)
     report = {
         "command": "python bench/latency.py " + " ".join(sys.argv[1:]),
@@ -378,6 +418,8 @@ def main() -> None:
     plot(results, out.with_suffix(".png"), f"{args.minutes:g}-minute meeting played live, {os.cpu_count()} cores")
     print(json.dumps({r["config"]: {"final_word_p95": r["final_word_latency_s"]["p95"],
                                     "partial_p95": r["partial_latency_s"]["p95"],
+                                    "final_line_p95": r["final_latency_s"]["p95"],
+                                    "erasure": r["stability"]["erasure"], "wer": r["wer"],
                                     "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"]}
                       for r in results}))
 
