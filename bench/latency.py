@@ -128,6 +128,13 @@ def stability(records) -> dict:
             "final_words": shown.final_words, "screens": shown.screens}
 
 
+def shown_latency(records, word_ends: dict[str, list[float]]) -> list[float]:
+    """Seconds from each final word's audio end (``word_ends``: wall s per word, per source)
+    to the first screen from which it stood as it finally reads (``erasure.first_shown``)."""
+    shown = load_erasure().first_shown(records)
+    return [t - end for src, ends in word_ends.items() for t, end in zip(shown.get(src, []), ends) if t is not None]
+
+
 def child(args) -> None:
     """Run one configuration and print its JSON on stdout's last line."""
     sys.path.insert(0, args.code)
@@ -197,6 +204,7 @@ def child(args) -> None:
     finals: dict[str, list] = {lab: [] for lab in labels}
     final_lat, final_word_lat, partial_lat, notices, last_stats = [], [], [], [], {}
     final_events = []  # one row per final event: for reading where the slow ones come from
+    word_ends: dict[str, list[float]] = {}  # wall time each final word's audio ended, per source
     for now, ev in records:
         if isinstance(ev, TextDelta) and ev.source in t0s:
             t0 = t0s[ev.source]
@@ -212,6 +220,7 @@ def child(args) -> None:
                     pos += len(w) + (1 if pos else 0)
                     w_end = ev.start + (ev.end - ev.start) * min(1.0, pos / total)
                     final_word_lat.append(now - (t0 + w_end))
+                    word_ends.setdefault(ev.source, []).append(t0 + w_end)
             elif not ev.final and ev.text.strip():
                 partial_lat.append(now - (t0 + ev.end))
         elif isinstance(ev, Notice):
@@ -260,6 +269,9 @@ def child(args) -> None:
         "rss_growth_after_warmup_mb": growth(warm),
         "wer": wers,
         "stability": stability(records),
+        # per final word: when it first stood on screen for good (partial or final, as it
+        # finally reads) minus when it was played (its end, interpolated as above)
+        "word_shown_latency_s": summary(shown_latency(records, word_ends)),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
         "timeline": samples,
@@ -392,10 +404,16 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
             load_before = os.getloadavg()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
-            if proc.returncode != 0:
+            try:
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                r = None
+            if r is None:
                 print(proc.stderr[-3000:], file=sys.stderr)
                 raise SystemExit(f"run {run} failed")
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            if proc.returncode != 0:  # measured in full, then the process died at exit (issue 30.2)
+                r["exit_status"] = proc.returncode
+                r["exit_stderr"] = proc.stderr.strip()[-300:]
             r["loadavg_before"] = [round(x, 2) for x in load_before]
             r["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
             if run == "before":
@@ -403,7 +421,8 @@ def main() -> None:
             elif r.get("code") == str(ROOT):
                 r["code"] = "working tree"
             results.append(r)
-            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "backlog_max_s",
+            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "word_shown_latency_s",
+                                        "backlog_max_s",
                                         "dropped_s", "rtf", "wer", "stability", "engine_overhead",
                                         "rss_growth_after_warmup_mb")}
             print(json.dumps(brief), file=sys.stderr)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from captioner.events import TextDelta, TurnBoundary
-from captioner.transcript.erasure import erasure
+from captioner.transcript.erasure import erasure, first_shown
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,3 +113,26 @@ def test_bench_uses_the_same_code():
     assert got["erasure"] == pytest.approx(3 / 7, abs=1e-3)
     assert (got["erased_words"], got["final_words"]) == (3, 7)
     assert got["erasure_normalised"] == pytest.approx(2 / 7, abs=1e-3)
+
+
+def test_punctuation_appended_to_a_shown_word_is_not_erased():
+    events = [
+        (0.0, P("the weekly planning meeting")),
+        (0.3, F("the weekly, planning meeting.")),  # "weekly" and "meeting" only gain punctuation
+        (0.6, F(" Next")),
+    ]
+    assert erasure(events).erased_words == 0
+    # punctuation taken away, or a word that merely starts the same, is a change
+    assert erasure([(0.0, P("weekly.")), (0.3, F("weekly"))]).erased_words == 1
+    assert erasure([(0.0, P("meet")), (0.3, F("meeting"))]).erased_words == 1
+
+
+def test_first_shown_is_when_a_word_stood_for_good():
+    events = [
+        (0.0, P("Welcome back")),  # both final words, for good from 0.0
+        (0.3, P("Welcome back to the world")),  # "to", "the" for good from 0.3; "world" is wrong
+        (0.6, P("Welcome back to")),  # "the" taken back: it stands again from 0.9
+        (0.9, P("Welcome back to the weekly")),
+        (1.2, F("Welcome back to the weekly meeting.")),
+    ]
+    assert first_shown(events) == {"": [0.0, 0.0, 0.3, 0.9, 0.9, 1.2]}

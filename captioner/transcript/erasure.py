@@ -70,11 +70,7 @@ class _Source:
     committed: str = ""
     committed_words: list[str] = field(default_factory=list)  # committed.split(), as compared
     partial: str = ""
-    stable: int = 0  # words of the shown screen that no later screen can change
-    shown: list[str] | None = None  # words of the last screen (None before the first)
     pending_t: float | None = None  # wall time of the newest event not yet part of a shown screen
-    erased: int = 0
-    screens: int = 0
 
 
 def _words(text: str, normalise: bool) -> list[str]:
@@ -90,8 +86,8 @@ def _common(a: list[str], b: list[str], start: int) -> int:
     return i
 
 
-def erasure(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, normalise: bool = False) -> Erasure:
-    """Erased words per final word of a stream of text events.
+def screens(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, normalise: bool = False):
+    """What a reader sees, screen by screen.
 
     Args:
         events: ``(wall time s, event)`` in arrival order. Events with ``text`` and
@@ -99,15 +95,17 @@ def erasure(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, no
             (turn boundaries, notices, ...) are skipped. ``event.source`` (default "")
             keeps sources apart.
         gap_s: events of one source less than this apart (s) form one screen.
-        normalise: compare words lower-cased without punctuation (default: as shown).
+        normalise: words lower-cased without punctuation (default: as shown).
 
-    Returns:
-        :class:`Erasure`; ``ratio`` is erased words per final word.
+    Yields:
+        ``(source, wall time s, words, committed)`` per screen in order: the source's
+        words on screen (committed text + partial tail) at the wall time of the screen's
+        last event, and how many of the first words are committed text (the last of
+        them may still grow: "meet" + "ing").
     """
     sources: dict[str, _Source] = {}
 
-    def show(s: _Source) -> None:
-        """The source's current state becomes a screen the reader saw."""
+    def screen(name: str, s: _Source):
         words = s.committed_words
         if s.partial:
             if s.committed and not s.committed[-1].isspace() and not s.partial[0].isspace():
@@ -115,20 +113,15 @@ def erasure(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, no
                 words = words[:-1] + _words(s.committed.rsplit(None, 1)[-1] + s.partial, normalise)
             else:
                 words = words + _words(s.partial, normalise)
-        if s.shown is not None:
-            same = _common(s.shown, words, s.stable)
-            s.erased += len(s.shown) - same
-        s.shown = words
-        s.screens += 1
-        # committed text only grows, but its last word may still grow ("meet" + "ing")
-        s.stable = max(0, len(s.committed_words) - 1)
+        return name, s.pending_t, words, len(s.committed_words)
 
     for t, ev in events:
         if not (hasattr(ev, "text") and hasattr(ev, "final")):
             continue
-        src = sources.setdefault(getattr(ev, "source", "") or "", _Source())
+        name = getattr(ev, "source", "") or ""
+        src = sources.setdefault(name, _Source())
         if src.pending_t is not None and t - src.pending_t >= gap_s:
-            show(src)
+            yield screen(name, src)
         if ev.final:
             src.committed += ev.text
             src.committed_words = _words(src.committed, normalise)
@@ -136,13 +129,76 @@ def erasure(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, no
         else:
             src.partial = ev.text
         src.pending_t = t
-    result = Erasure()
     for name, src in sources.items():
         if src.pending_t is not None:
-            show(src)  # the last state stays on screen
-        final_words = len(src.committed.split())
-        result.erased_words += src.erased
+            yield screen(name, src)  # the last state stays on screen
+
+
+def erasure(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S, normalise: bool = False) -> Erasure:
+    """Erased words per final word of a stream of text events.
+
+    Two consecutive screens of a source are compared word by word from the start: the
+    words of the earlier one after the first difference are erased. A word that only
+    gains punctuation at its end ("meeting" -> "meeting.") is not erased: the reader's
+    word stays and the text only grows.
+
+    Args:
+        events, gap_s, normalise: see :func:`screens`.
+
+    Returns:
+        :class:`Erasure`; ``ratio`` is erased words per final word.
+    """
+    last: dict[str, tuple[list[str], int]] = {}
+    result = Erasure()
+    erased: dict[str, int] = {}
+    for name, _, words, committed in screens(events, gap_s, normalise):
+        result.screens += 1
+        erased.setdefault(name, 0)
+        if name in last:
+            shown, stable = last[name]
+            same = _common(shown, words, stable)
+            while same < min(len(shown), len(words)) and _grows(shown[same], words[same]):
+                same = _common(shown, words, same + 1)
+            erased[name] += len(shown) - same
+        # committed text only grows, but its last word may still grow ("meet" + "ing")
+        last[name] = (words, max(0, committed - 1))
+        result.per_source[name] = (erased[name], committed)
+    for name, (e, final_words) in result.per_source.items():
+        result.erased_words += e
         result.final_words += final_words
-        result.screens += src.screens
-        result.per_source[name] = (src.erased, final_words)
     return result
+
+
+def _grows(old: str, new: str) -> bool:
+    """``new`` is ``old`` with punctuation appended (the word the reader saw stays)."""
+    return new.startswith(old) and len(new) > len(old) and not new[len(old):].strip(_PUNCT)
+
+
+_PUNCT = ".,;:!?"
+
+
+def first_shown(events: Iterable[tuple[float, Any]], gap_s: float = SCREEN_GAP_S) -> dict[str, list[float | None]]:
+    """When each final word first stood on screen for good.
+
+    Args:
+        events, gap_s: see :func:`screens`; words are compared normalised (a word shown
+            without the punctuation it gets later counts as shown).
+
+    Returns:
+        ``{source: [wall time s or None per final word]}``: per word of the source's
+        final text (in order), the wall time of the first screen from which that word
+        and every word before it stood as they finally read, unchanged until the end.
+    """
+    shown = list(screens(events, gap_s, normalise=True))
+    final = {name: words for name, _, words, _ in shown}  # the last screen of each source
+    since: dict[str, list[float | None]] = {name: [None] * len(words) for name, words in final.items()}
+    standing: dict[str, int] = {name: 0 for name in final}
+    for name, t, words, committed in shown:
+        target, times = final[name], since[name]
+        same = _common(words, target, max(0, committed - 1))  # committed words are final
+        for i in range(same, standing[name]):
+            times[i] = None
+        for i in range(standing[name], same):
+            times[i] = t
+        standing[name] = same
+    return since
