@@ -108,3 +108,25 @@ def test_a_new_line_after_a_comma_continues_the_sentence_in_the_tail_too():
                                         ("Help Desk. Good", "Help Desk. Good"), (".", "."), ("", "")])
 def test_closing_punctuation(text, want):
     assert without_closing_punctuation(text) == want
+
+
+def test_the_caption_view_draws_committed_text_then_the_steady_tail():
+    """The overlay's model (Qt-free) shows what the erasure measure reconstructs: committed
+    text + tail, one space apart, never a closing full stop in the dimmed tail."""
+    from captioner.transcript.erasure import screens
+    from captioner.ui.caption_model import CaptionModel
+
+    first = (0.0, 1.5, [], "If you need help,")
+    second = (2.0, 4.6, [(t + 2.0, h) for t, h in WELCOME[2]], WELCOME[3])
+    events = play([first, second])
+    model = CaptionModel(show_labels=False)
+    drawn = []
+    for _, ev in events:
+        if isinstance(ev, TextDelta):  # sessions drop the backend's line boundaries
+            model.apply(ev)
+            line = model.lines[-1]
+            drawn.append(line.final + line.partial)
+            assert not line.partial.rstrip().endswith("."), line.partial
+    assert drawn[-1] == "If you need help, welcome back to the weekly planning meeting."
+    seen = [" ".join(words) for _, _, words, _ in screens(events, gap_s=0.0)]
+    assert seen == [" ".join(d.split()) for d in drawn]
