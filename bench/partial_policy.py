@@ -88,44 +88,15 @@ def replay(lines, replays, tail_factory) -> list[tuple[float, object]]:
     return out
 
 
-def first_shown(records, lines) -> list[float]:
-    """Per final word: wall time it first stood at its place on screen (as it finally
-    reads, normalised, and stayed until final) minus its audio end."""
-    from captioner.asr.agreement import norm_word
-    from captioner.events import TextDelta
-
-    committed, partial = "", ""
-    screens = []  # (wall, normalised words on screen)
-    for t, ev in records:
-        if not isinstance(ev, TextDelta):
-            continue
-        if ev.final:
-            committed += ev.text
-            partial = ""
-        else:
-            partial = ev.text
-        screens.append((t, [norm_word(w) for w in (committed + partial).split()]))
-    final = screens[-1][1] if screens else []
-    since = [None] * len(final)  # wall time from which word i stood unchanged with all before it
-    for t, words in screens:
-        same = 0
-        while same < min(len(words), len(final)) and words[same] == final[same]:
-            same += 1
-        for i in range(same):
-            if since[i] is None:
-                since[i] = t
-        for i in range(same, len(final)):
-            since[i] = None
-    # audio end per final word: character position across its line
+def word_ends(lines) -> list[float]:
+    """Stream time (s) each word of the one-pass lines ends: its character position across its line."""
     ends = []
     for ls, le, text in lines:
-        ws = text.split()
         total, pos = max(1, len(text.strip())), 0
-        for w in ws:
+        for w in text.split():
             pos += len(w) + (1 if pos else 0)
             ends.append(ls + (le - ls) * min(1.0, pos / total))
-    n = min(len(ends), len(since))
-    return [since[i] - ends[i] for i in range(n) if since[i] is not None]
+    return ends
 
 
 def evaluate(lines, replays, tail_factory, ref: str) -> dict:
@@ -144,7 +115,7 @@ def evaluate(lines, replays, tail_factory, ref: str) -> dict:
     r = er.erasure(records)
     lat = [t - ev.end for t, ev in records if isinstance(ev, TextDelta) and not ev.final and ev.text.strip()]
     final = "".join(ev.text for _, ev in records if isinstance(ev, TextDelta) and ev.final)
-    shown = first_shown(records, lines)
+    shown = [t - e for t, e in zip(er.first_shown(records).get("", []), word_ends(lines)) if t is not None]
     q = lambda v, p: round(float(np.percentile(v, p)), 3) if v else None  # noqa: E731
     return {"erasure": round(r.ratio, 3), "erasure_normalised": round(er.erasure(records, normalise=True).ratio, 3),
             "erased_words": r.erased_words, "final_words": r.final_words,
