@@ -330,8 +330,11 @@ class MoonshineBackend(Backend):
         # Show the steady part of the tail only (SteadyTail); a word's audio ends where its
         # last character falls in the clip (base-en gives no word times)
         tail = rest.split()
-        head = len(words) - len(tail)
-        ends = [clip_s * len(" ".join(words[: head + i + 1])) / total for i in range(len(tail))]
+        head, pos, ends = len(words) - len(tail), 0, []
+        for i, w in enumerate(words):
+            pos += len(w) + (1 if i else 0)
+            if i >= head:
+                ends.append(clip_s * pos / total)  # s into the line where tail word i - head ends
         previous = state.agreement.after_committed(state.hypothesis)
         state.hypothesis = words
         n = state.tail.update(tail, previous, committed=len(new.split()), ages=[clip_s - e for e in ends])
