@@ -83,7 +83,8 @@ def replay(lines, replays, tail_factory) -> list[tuple[float, object]]:
             job.text, job.cost_s = collapse_repeats(hyp), cost
             out += [(wall, ev) for ev in be._apply_partial(state, job)]
         model.text = text
-        out += [(le + 0.1 + rep["final_cost"], ev) for ev in be._lines(state, [LineEvent(i, int(ls * sr), int(le * sr))])]
+        closed = be._lines(state, [LineEvent(i, int(ls * sr), int(le * sr))])
+        out += [(le + 0.1 + rep["final_cost"], ev) for ev in closed]
     be.close()
     return out
 

@@ -346,7 +346,8 @@ class MoonshineBackend(Backend):
         if shown != state.partial:
             state.partial = shown
             end = line_start + ends[n - 1] if shown and n else now_s
-            out.append(TextDelta(shown, max(line_start, state.committed_end), max(end, state.committed_end), final=False))
+            start = max(line_start, state.committed_end)
+            out.append(TextDelta(shown, start, max(end, start), final=False))
         return out
 
     def step(self, rows: Sequence[StepRow]) -> list[StepResult]:
