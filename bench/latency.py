@@ -7,7 +7,13 @@ GUI's ``EngineController`` on a QThread, offscreen, with ``--gui``), and measure
 * final and partial latency: wall time a text event was emitted minus the wall time its
   audio was played (``FileSource`` start + the event's stream end time); per event, and
   per word with word end times interpolated inside the event by character position
-  (base-en gives no word timestamps); p50/p95/max;
+  (base-en gives no word timestamps); p50/p95/max. A partial's end time is the end of the
+  audio its text covers: before issue 27.2 the default model's partial showed the whole
+  re-decode and ended at the end of the decoded clip; since, it shows the steady words
+  only and ends where the last of them ends, so it reads as later for the same cadence;
+* per final word, when it first stood on screen for good (``word_shown_latency_s``: the
+  first screen from which it, and every word before it, read as in the final text),
+  minus its audio end: what a reader waits for a word, partials included;
 * backlog over time (``LiveCaptioner.backlog_s`` sampled every second), dropped audio,
   notices;
 * real-time factor (model busy seconds / audio seconds), CPU seconds per thread, engine
