@@ -129,7 +129,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replays", default=str(ROOT / "bench/results/agreement_policy_20min_onnx.replays.json"))
     ap.add_argument("--minutes", type=float, default=20.0, help="the meeting the replays were made of")
-    ap.add_argument("--ages", default="none,1.0,1.5", help="comma list of SteadyTail age_s values ('none': off)")
+    ap.add_argument("--ages", default="none,1.0,1.2,1.5", help="comma list of SteadyTail age_s values ('none': off)")
+    ap.add_argument("--every", default="1,4", help="comma list: replay every k-th re-decode (k > 1: a loaded "
+                    "machine, where the budget sheds partials)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     import tempfile
@@ -141,13 +143,16 @@ def main() -> None:
     lines, replays = [tuple(x) for x in data["lines"]], data["replays"]
     with tempfile.TemporaryDirectory() as tmp:
         ref = " ".join(u.text for u in make_meeting(Path(tmp) / "m.wav", args.minutes, seed=10))
-    results = {"raw (before)": evaluate(lines, replays, RawTail, ref)}
-    print(json.dumps({"raw (before)": results["raw (before)"]}), flush=True)
-    for a in args.ages.split(","):
-        age = None if a == "none" else float(a)
-        name = f"steady, age_s={a}"
-        results[name] = evaluate(lines, replays, lambda age=age: SteadyTail(age_s=age), ref)
-        print(json.dumps({name: results[name]}), flush=True)
+    results = {}
+    for k in (int(x) for x in args.every.split(",")):
+        reps = [{"hyps": r["hyps"][::k], "final_cost": r["final_cost"]} for r in replays]
+        suffix = "" if k == 1 else f", every {k}th re-decode"
+        for a in ["raw"] + args.ages.split(","):
+            age = None if a in ("none", "raw") else float(a)
+            name = ("raw (before)" if a == "raw" else f"steady, age_s={a}") + suffix
+            factory = RawTail if a == "raw" else (lambda age=age: SteadyTail(age_s=age))
+            results[name] = evaluate(lines, reps, factory, ref)
+            print(json.dumps({name: results[name]}), flush=True)
     if args.out:
         Path(args.out).with_suffix(".json").write_text(json.dumps(
             {"command": "python bench/partial_policy.py " + " ".join(sys.argv[1:]), "replays": args.replays,

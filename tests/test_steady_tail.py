@@ -130,3 +130,12 @@ def test_the_caption_view_draws_committed_text_then_the_steady_tail():
     assert drawn[-1] == "If you need help, welcome back to the weekly planning meeting."
     seen = [" ".join(words) for _, _, words, _ in screens(events, gap_s=0.0)]
     assert seen == [" ".join(d.split()) for d in drawn]
+
+
+def test_words_older_than_the_age_bound_show_without_agreement():
+    """On a busy machine re-decodes come seconds apart: a word said 1.5 s before the end of
+    the decoded audio is shown from the first re-decode that has it."""
+    tail = SteadyTail(age_s=1.5)
+    assert tail.update("we can hire one".split(), [], ages=[2.4, 1.9, 1.5, 0.3]) == 3
+    assert tail.text() == "we can hire"
+    assert SteadyTail(age_s=None).update("we can hire one".split(), [], ages=[2.4, 1.9, 1.5, 0.3]) == 0
