@@ -7,12 +7,22 @@ GUI's ``EngineController`` on a QThread, offscreen, with ``--gui``), and measure
 * final and partial latency: wall time a text event was emitted minus the wall time its
   audio was played (``FileSource`` start + the event's stream end time); per event, and
   per word with word end times interpolated inside the event by character position
-  (base-en gives no word timestamps); p50/p95/max;
+  (base-en gives no word timestamps); p50/p95/max. A partial's end time is the end of the
+  audio its text covers: before issue 27.2 the default model's partial showed the whole
+  re-decode and ended at the end of the decoded clip; since, it shows the steady words
+  only and ends where the last of them ends, so it reads as later for the same cadence;
+* per final word, when it first stood on screen for good (``word_shown_latency_s``: the
+  first screen from which it, and every word before it, read as in the final text),
+  minus its audio end: what a reader waits for a word, partials included;
 * backlog over time (``LiveCaptioner.backlog_s`` sampled every second), dropped audio,
   notices;
 * real-time factor (model busy seconds / audio seconds), CPU seconds per thread, engine
   overhead (CPU seconds of the capture + decode threads per wall second), RSS over time;
-* WER of the final text against the rendered sentences (jiwer, normalised).
+* WER of the final text against the rendered sentences (jiwer, normalised);
+* caption stability: erased words per final word (``captioner/transcript/erasure.py``,
+  DESIGN section 4: words a screen showed that the next one took back or changed; events
+  of a source less than 50 ms apart are one screen), as shown and normalised. It is
+  computed with this checkout's module for every run, the ``before`` code included.
 
 Each configuration runs in its own child process, one after another in one invocation
 (so they see the same machine load; ``os.getloadavg()`` is recorded before and after):
@@ -29,6 +39,7 @@ Writes ``OUT.json`` and ``OUT.png``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -97,6 +108,52 @@ def summary(values) -> dict:
         "mean": round(float(np.mean(values)), 3) if values else None,
         "n": len(values),
     }
+
+
+def load_erasure():
+    """``captioner/transcript/erasure.py`` of this checkout, loaded by path: the ``before``
+    run imports another revision's ``captioner``, which may not have it."""
+    spec = importlib.util.spec_from_file_location("_bench_erasure", ROOT / "captioner" / "transcript" / "erasure.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def stability(records) -> dict:
+    """Erasure of a run: ``records`` are ``(wall s, event)`` in arrival order.
+
+    Returns ``erasure`` (erased words per final word, words as shown), ``erasure_normalised``
+    (words compared lower-cased without punctuation), ``erased_words``, ``final_words``,
+    ``screens``.
+    """
+    er = load_erasure()
+    shown, plain = er.erasure(records), er.erasure(records, normalise=True)
+    ratio = (lambda r: round(r.ratio, 3) if r.ratio is not None else None)
+    return {"erasure": ratio(shown), "erasure_normalised": ratio(plain), "erased_words": shown.erased_words,
+            "final_words": shown.final_words, "screens": shown.screens}
+
+
+def line_final_latency(final_events: list[dict]) -> list[float]:
+    """Latency of the final events that complete a line (``final_events`` rows in order).
+
+    Words LocalAgreement commits early are followed by the rest of their line, which starts
+    exactly where they end; the event that completes a line is followed by one that starts
+    later (the next line, after a pause) or by none.
+    """
+    out = []
+    for i, ev in enumerate(final_events):
+        nxt = next((e for e in final_events[i + 1:] if e["source"] == ev["source"]), None)
+        if nxt is None or nxt["start"] > ev["end"]:
+            out.append(ev["latency"])
+    return out
+
+
+def shown_latency(records, word_ends: dict[str, list[float]]) -> list[float]:
+    """Seconds from each final word's audio end (``word_ends``: wall s per word, per source)
+    to the first screen from which it stood as it finally reads (``erasure.first_shown``)."""
+    shown = load_erasure().first_shown(records)
+    return [t - end for src, ends in word_ends.items() for t, end in zip(shown.get(src, []), ends) if t is not None]
 
 
 def child(args) -> None:
@@ -168,6 +225,7 @@ def child(args) -> None:
     finals: dict[str, list] = {lab: [] for lab in labels}
     final_lat, final_word_lat, partial_lat, notices, last_stats = [], [], [], [], {}
     final_events = []  # one row per final event: for reading where the slow ones come from
+    word_ends: dict[str, list[float]] = {}  # wall time each final word's audio ended, per source
     for now, ev in records:
         if isinstance(ev, TextDelta) and ev.source in t0s:
             t0 = t0s[ev.source]
@@ -183,6 +241,7 @@ def child(args) -> None:
                     pos += len(w) + (1 if pos else 0)
                     w_end = ev.start + (ev.end - ev.start) * min(1.0, pos / total)
                     final_word_lat.append(now - (t0 + w_end))
+                    word_ends.setdefault(ev.source, []).append(t0 + w_end)
             elif not ev.final and ev.text.strip():
                 partial_lat.append(now - (t0 + ev.end))
         elif isinstance(ev, Notice):
@@ -212,6 +271,7 @@ def child(args) -> None:
         "final_latency_s": summary(final_lat),
         "final_word_latency_s": summary(final_word_lat),
         "final_events": final_events,
+        "final_line_latency_s": summary(line_final_latency(final_events)),
         "partial_latency_s": summary(partial_lat),
         "backlog_max_s": round(max((s["backlog_s"] for s in samples), default=0.0), 3),
         "dropped_s": round(sum(st.dropped_s for st in last_stats.values()), 3),
@@ -230,6 +290,10 @@ def child(args) -> None:
         # transient peaks of one decode are not growth
         "rss_growth_after_warmup_mb": growth(warm),
         "wer": wers,
+        "stability": stability(records),
+        # per final word: when it first stood on screen for good (partial or final, as it
+        # finally reads) minus when it was played (its end, interpolated as above)
+        "word_shown_latency_s": summary(shown_latency(records, word_ends)),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
         "timeline": samples,
@@ -285,7 +349,7 @@ def plot(results: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.5))
     for r in results:
         t = [s["t"] for s in r["timeline"]]
         axes[0].plot(t, [s["backlog_s"] for s in r["timeline"]], label=r["config"])
@@ -304,6 +368,15 @@ def plot(results: list[dict], path: Path, title: str) -> None:
     axes[2].set_xticks([xi + 0.33 for xi in x], names)
     axes[2].set(title="latency after the words were played", ylabel="s")
     axes[2].set_yscale("log")
+    shown = [(r.get("stability") or {}).get("erasure") or 0 for r in results]
+    plain = [(r.get("stability") or {}).get("erasure_normalised") or 0 for r in results]
+    axes[3].bar([xi - 0.2 for xi in x], shown, 0.4, label="words as shown")
+    axes[3].bar([xi + 0.2 for xi in x], plain, 0.4, label="normalised", hatch="//")
+    for xi, v in zip(x, shown):
+        axes[3].annotate(f"{v:.2f}", (xi - 0.2, v), ha="center", va="bottom", fontsize=8)
+    axes[3].axhline(0.3, color="grey", ls="--", lw=0.8)
+    axes[3].set_xticks(list(x), names)
+    axes[3].set(title="erasure: erased words per final word", ylabel="words / final word")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.suptitle(title)
@@ -353,10 +426,16 @@ def main() -> None:
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
             load_before = os.getloadavg()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
-            if proc.returncode != 0:
+            try:
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                r = None
+            if r is None:
                 print(proc.stderr[-3000:], file=sys.stderr)
                 raise SystemExit(f"run {run} failed")
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            if proc.returncode != 0:  # measured in full, then the process died at exit (issue 30.2)
+                r["exit_status"] = proc.returncode
+                r["exit_stderr"] = proc.stderr.strip()[-300:]
             r["loadavg_before"] = [round(x, 2) for x in load_before]
             r["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
             if run == "before":
@@ -364,8 +443,10 @@ def main() -> None:
             elif r.get("code") == str(ROOT):
                 r["code"] = "working tree"
             results.append(r)
-            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "backlog_max_s",
-                                        "dropped_s", "rtf", "wer", "engine_overhead", "rss_growth_after_warmup_mb")}
+            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "word_shown_latency_s",
+                                        "backlog_max_s",
+                                        "dropped_s", "rtf", "wer", "stability", "engine_overhead",
+                                        "rss_growth_after_warmup_mb")}
             print(json.dumps(brief), file=sys.stderr)
     report = {
         "command": "python bench/latency.py " + " ".join(sys.argv[1:]),
@@ -378,6 +459,8 @@ def main() -> None:
     plot(results, out.with_suffix(".png"), f"{args.minutes:g}-minute meeting played live, {os.cpu_count()} cores")
     print(json.dumps({r["config"]: {"final_word_p95": r["final_word_latency_s"]["p95"],
                                     "partial_p95": r["partial_latency_s"]["p95"],
+                                    "final_line_p95": r["final_line_latency_s"]["p95"],
+                                    "erasure": r["stability"]["erasure"], "wer": r["wer"],
                                     "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"]}
                       for r in results}))
 

@@ -90,7 +90,7 @@ class LineAgreement:
             committed so far.
         """
         words = hypothesis.split()
-        rest = self._after_committed(words)
+        rest = self.after_committed(words)
         reference = self.previous
         if clip_s is not None and self.min_gap_s > 0:
             usable = [i for i, (c, _) in enumerate(self.history) if c <= clip_s - self.min_gap_s]
@@ -98,7 +98,7 @@ class LineAgreement:
             if usable:
                 del self.history[: usable[-1]]  # older ones will never be the newest usable again
             self.history.append((clip_s, words))
-        prev_rest = self._after_committed(reference)
+        prev_rest = self.after_committed(reference)
         self.previous = words
         agreed = 0
         limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either
@@ -118,12 +118,13 @@ class LineAgreement:
             remains). The state is reset for the next line.
         """
         words = final_text.split()
-        rest = self._after_committed(words)
+        rest = self.after_committed(words)
         self.reset()
         return " ".join(rest)
 
-    def _after_committed(self, words: list[str]) -> list[str]:
-        """``words`` minus the part aligned with :attr:`committed` (best alignment)."""
+    def after_committed(self, words: list[str]) -> list[str]:
+        """``words`` (a hypothesis of the whole line) minus the part aligned with
+        :attr:`committed` (best alignment): the hypothesis' tail."""
         if not self.committed:
             return list(words)
         c = [norm_word(w) for w in self.committed]

@@ -39,6 +39,7 @@ from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
 from captioner.asr.repeats import collapse_repeats
+from captioner.asr.steady_tail import SteadyTail
 from captioner.asr.vad_stream import SpeechWindows
 from captioner.events import Event, TextDelta, TurnBoundary
 
@@ -133,6 +134,8 @@ class _LineState:
         open_line: ``(line number, start sample)`` of the open line, or None.
         agreement: LocalAgreement state of the open line.
         partial: the partial text shown last ("" = none).
+        tail: what of the open line's re-decodes to show (:class:`SteadyTail`).
+        hypothesis: words of the open line's latest re-decode.
         committed_end: session time (s) where the last final text ended.
         last_final: the last final text emitted ("" before the first).
         key: identity of the session for the budget and the partial worker.
@@ -146,6 +149,8 @@ class _LineState:
     open_line: tuple | None = None
     agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS, min_gap_s=MIN_GAP_S))
     partial: str = ""
+    tail: SteadyTail = field(default_factory=SteadyTail)
+    hypothesis: list[str] = field(default_factory=list)
     committed_end: float = 0.0
     last_final: str = ""
     key: object = field(default_factory=object)
@@ -277,6 +282,8 @@ class MoonshineBackend(Backend):
             if ev.end is None:
                 state.open_line = (ev.line, ev.start)
                 state.agreement.reset()
+                state.tail.reset()
+                state.hypothesis = []
                 continue
             state.open_line = None
             self._worker.discard(state.key)  # a re-decode of this line is moot now
@@ -373,20 +380,37 @@ class MoonshineBackend(Backend):
             return []  # the line completed (and got its final text) while this ran
         text = job.text or ""
         new, rest = state.agreement.update(text, clip_s)
+        words = text.split()
+        total = max(1, len(" ".join(words)))
         out: list[Event] = []
         if new:
-            words = text.split()
             done = len(state.agreement.committed)
-            frac = len(" ".join(words[:done])) / max(1, len(" ".join(words)))
+            frac = len(" ".join(words[:done])) / total
             first = done == len(new.split())  # the line's first committed words
             final = self._final(state, new, line_start, min(now_s, line_start + frac * clip_s), line_start=first)
             if final is not None:
                 out.append(final)
+        # Show the steady part of the tail only (SteadyTail); a word's audio ends where its
+        # last character falls in the clip (base-en gives no word times)
+        tail = rest.split()
+        head, pos, ends = len(words) - len(tail), 0, []
+        for i, w in enumerate(words):
+            pos += len(w) + (1 if i else 0)
+            if i >= head:
+                ends.append(clip_s * pos / total)  # s into the line where tail word i - head ends
+        previous = state.agreement.after_committed(state.hypothesis)
+        state.hypothesis = words
+        n = state.tail.update(tail, previous, committed=len(new.split()), ages=[clip_s - e for e in ends])
+        shown = state.tail.text()
+        if shown and not state.agreement.committed:  # it starts the line, as its final text would
+            shown = join_line(state.last_final, shown)
         # the partial follows the committed text as a final would: after a space (see _final)
-        rest = (" " if rest and state.last_final else "") + rest
-        if rest != state.partial:
-            state.partial = rest
-            out.append(TextDelta(rest, max(line_start, state.committed_end), max(now_s, state.committed_end), final=False))
+        shown = (" " if shown and state.last_final else "") + shown
+        if shown != state.partial:
+            state.partial = shown
+            end = line_start + ends[n - 1] if shown and n else now_s
+            start = max(line_start, state.committed_end)
+            out.append(TextDelta(shown, start, max(end, start), final=False))
         return out
 
     def step(self, rows: Sequence[StepRow]) -> list[StepResult]:

@@ -1,0 +1,164 @@
+"""Which partial tail to show: replay a meeting's live re-decodes through the backend's code.
+
+Choosing how much of each re-decode the default model shows (:mod:`captioner.asr.steady_tail`)
+trades flicker against latency; a live run per candidate costs real time. This script takes
+the re-decodes ``bench/agreement_policy.py`` recorded (per line: the re-decode times, costs
+and texts, the line's one-pass text) and feeds them through the real
+``MoonshineBackend._apply_partial`` / ``_lines`` (a stand-in model returns the recorded
+texts), with the wall clock simulated as a live run would see it: a re-decode's result at
+its start + cost + 50 ms, a line's final at its end + 0.1 s + its decode cost. It then
+measures, per tail policy:
+
+* erasure (``captioner/transcript/erasure.py``, the same code ``bench/latency.py`` uses);
+* partial latency: event time minus the end of the audio the shown text covers (the
+  partial event's ``end``), p50/p95, as ``bench/latency.py`` measures it;
+* first-shown latency per final word: when the word (as it finally reads) first appeared
+  on screen at its place, minus its audio end (character position across the line);
+* WER of the final text (must not change: the tail policy only changes what is shown).
+
+    python bench/partial_policy.py --replays bench/results/agreement_policy_20min_onnx.replays.json \\
+        --out bench/results/partial_policy_20min
+
+Estimates for ranking policies; ``bench/latency.py`` measures the live numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class _Recorded:
+    """Stand-in model: ``transcribe`` returns the text set last."""
+
+    text = ""
+
+    def transcribe(self, audio):
+        return self.text
+
+
+class RawTail:
+    """The tail as it was before issue 27: every re-decode's whole tail, as it reads."""
+
+    words: list = []
+
+    def reset(self):
+        pass
+
+    def update(self, rest, previous, committed=0, ages=None):
+        self.words = list(rest)
+        return len(rest)
+
+    def text(self):
+        return " ".join(self.words)
+
+
+def replay(lines, replays, tail_factory) -> list[tuple[float, object]]:
+    """``(wall s, event)`` of the meeting replayed through the backend with a tail policy."""
+    import numpy as np
+
+    from captioner.asr.moonshine import MoonshineBackend, _LineState
+    from captioner.asr.moonshine_lines import LineEvent
+    from captioner.asr.partial_worker import PartialJob
+    from captioner.asr.repeats import collapse_repeats
+
+    model = _Recorded()
+    be = MoonshineBackend(model=model, vad=object(), partials=False)
+    sr = 16000
+    state = _LineState(lines=None)
+    out: list[tuple[float, object]] = []
+    for i, ((ls, le, text), rep) in enumerate(zip(lines, replays)):
+        be._lines(state, [LineEvent(i, int(ls * sr))])
+        state.tail = tail_factory()
+        for t, cost, hyp in rep["hyps"]:
+            wall = t + cost + 0.05
+            if wall >= le:
+                break  # the line closed first: its result is discarded
+            job = PartialJob(state.key, np.zeros(0, np.float32), (i, ls, t - ls, t))
+            job.text, job.cost_s = collapse_repeats(hyp), cost
+            out += [(wall, ev) for ev in be._apply_partial(state, job)]
+        model.text = text
+        closed = be._lines(state, [LineEvent(i, int(ls * sr), int(le * sr))])
+        out += [(le + 0.1 + rep["final_cost"], ev) for ev in closed]
+    be.close()
+    return out
+
+
+def word_ends(lines) -> list[float]:
+    """Stream time (s) each word of the one-pass lines ends: its character position across its line."""
+    ends = []
+    for ls, le, text in lines:
+        total, pos = max(1, len(text.strip())), 0
+        for w in text.split():
+            pos += len(w) + (1 if pos else 0)
+            ends.append(ls + (le - ls) * min(1.0, pos / total))
+    return ends
+
+
+def evaluate(lines, replays, tail_factory, ref: str) -> dict:
+    import jiwer
+    import numpy as np
+
+    from captioner.events import TextDelta
+    from tests.speech import normalize_words
+
+    spec = __import__("importlib.util").util.spec_from_file_location(
+        "_erasure", ROOT / "captioner" / "transcript" / "erasure.py")
+    er = __import__("importlib.util").util.module_from_spec(spec)
+    sys.modules[spec.name] = er
+    spec.loader.exec_module(er)
+    records = replay(lines, replays, tail_factory)
+    r = er.erasure(records)
+    lat = [t - ev.end for t, ev in records if isinstance(ev, TextDelta) and not ev.final and ev.text.strip()]
+    final = "".join(ev.text for _, ev in records if isinstance(ev, TextDelta) and ev.final)
+    shown = [t - e for t, e in zip(er.first_shown(records).get("", []), word_ends(lines)) if t is not None]
+    q = lambda v, p: round(float(np.percentile(v, p)), 3) if v else None  # noqa: E731
+    return {"erasure": round(r.ratio, 3), "erasure_normalised": round(er.erasure(records, normalise=True).ratio, 3),
+            "erased_words": r.erased_words, "final_words": r.final_words,
+            "partial_events": len(lat), "partial_p50": q(lat, 50), "partial_p95": q(lat, 95),
+            "first_shown_p50": q(shown, 50), "first_shown_p95": q(shown, 95),
+            "wer": round(jiwer.wer(normalize_words(ref), normalize_words(final)), 4)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--replays", default=str(ROOT / "bench/results/agreement_policy_20min_onnx.replays.json"))
+    ap.add_argument("--minutes", type=float, default=20.0, help="the meeting the replays were made of")
+    ap.add_argument("--ages", default="none,1.0,1.2,1.5", help="comma list of SteadyTail age_s values ('none': off)")
+    ap.add_argument("--every", default="1,4", help="comma list: replay every k-th re-decode (k > 1: a loaded "
+                    "machine, where the budget sheds partials)")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    import tempfile
+
+    from bench.meeting_audio import make_meeting
+    from captioner.asr.steady_tail import SteadyTail
+
+    data = json.loads(Path(args.replays).read_text())
+    lines, replays = [tuple(x) for x in data["lines"]], data["replays"]
+    with tempfile.TemporaryDirectory() as tmp:
+        ref = " ".join(u.text for u in make_meeting(Path(tmp) / "m.wav", args.minutes, seed=10))
+    results = {}
+    for k in (int(x) for x in args.every.split(",")):
+        reps = [{"hyps": r["hyps"][::k], "final_cost": r["final_cost"]} for r in replays]
+        suffix = "" if k == 1 else f", every {k}th re-decode"
+        for a in ["raw"] + args.ages.split(","):
+            age = None if a in ("none", "raw") else float(a)
+            name = ("raw (before)" if a == "raw" else f"steady, age_s={a}") + suffix
+            factory = RawTail if a == "raw" else (lambda age=age: SteadyTail(age_s=age))
+            results[name] = evaluate(lines, reps, factory, ref)
+            print(json.dumps({name: results[name]}), flush=True)
+    if args.out:
+        Path(args.out).with_suffix(".json").write_text(json.dumps(
+            {"command": "python bench/partial_policy.py " + " ".join(sys.argv[1:]), "replays": args.replays,
+             "note": "simulated wall clock from recorded re-decode times and costs (see the docstring)",
+             "policies": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

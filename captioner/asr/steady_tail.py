@@ -1,0 +1,135 @@
+"""A steady partial tail: show only the words of a re-decode that are unlikely to change.
+
+A backend that re-decodes the whole open line (Moonshine) gets a fresh hypothesis every
+few hundred ms. Shown as it comes, the partial tail flickers: the last word is usually cut
+by the end of the clip ("planning meet") and the model closes every clip as a sentence
+("... the weekly."), so each re-decode rewrites the tail's last word or two (1.2-1.4
+erased words per final word on the 2-minute meeting, ``captioner/transcript/erasure.py``).
+
+:class:`SteadyTail` decides how much of a hypothesis' tail (the words after the committed
+text) to show, the usual remedy of streaming ASR (DESIGN section 4, "Caption stability"):
+
+* a word is shown once two consecutive re-decodes agree on it and on every word before it
+  (compared case- and punctuation-insensitively, as LocalAgreement does);
+* a word on screen stays while the newest re-decode, or the one before it, still reads it
+  (and every word before it) the same: one re-decode that reads it differently is
+  outvoted, two in a row take it back; a word still on screen keeps its spelling;
+* the tail's words are shown without a pause mark at their end (commas come and go between
+  re-decodes; the final text has them), and without the hypothesis' closing punctuation
+  (the end of the clip read as the end of a sentence): :func:`without_closing_punctuation`;
+* a word whose audio is older than ``age_s`` (estimated from its character position, the
+  model gives no word times) is shown even without agreement: on a busy machine
+  re-decodes are shed and come seconds apart, and waiting for two of them would hold the
+  tail back by as much.
+
+Replayed on the 20-minute meeting's recorded re-decodes (``bench/partial_policy.py``,
+``bench/results/partial_policy_20min.json``), at the recorded cadence (a re-decode every
+~0.3 s) and with only every 4th of them (as on a loaded machine, where partials are shed):
+erasure 1.83 -> 0.27 erased words per final word (0.49 -> 0.04 with every 4th). The shown
+text lags the speech more (partial p50 0.22 -> 0.81 s: the end of the words shown rather
+than of the decoded clip), but a word *stands* on screen (as it finally reads) only ~0.3 s
+later (p50 0.64 -> 0.94 s): the words shown earlier before were mostly the ones taken back.
+Without the age rule erasure is 0.25 at full cadence, but with every 4th re-decode a word
+stands 1.91 s after it was said instead of 1.83 s (1.0 s: 0.32 and 1.62 s; 1.2 s: 0.29 and
+1.71 s): 1.5 s keeps erasure under 0.3 with a margin.
+
+Only what is *shown* changes: LocalAgreement (:mod:`captioner.asr.agreement`) still decides
+what becomes final, from the full hypotheses, so the final text is the same.
+
+No Qt, no model: plain strings in, plain strings out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from captioner.asr.agreement import norm_word
+
+#: Audio older than this (s before the end of the decoded clip, by the word's estimated end)
+#: is shown even when two re-decodes do not agree on it yet; None: never (see the module
+#: docstring for the replayed trade-off).
+AGE_S: float | None = 1.5
+#: Punctuation left out at the end of every word of the tail (sentence ends stay).
+PAUSE = ",;:"
+#: Punctuation a hypothesis may end on that the partial tail leaves out.
+CLOSING = ".?!,;:"
+
+
+def without_closing_punctuation(text: str) -> str:
+    """``text`` without the punctuation at its very end ("the weekly." -> "the weekly");
+    an ellipsis and punctuation inside the text stay."""
+    stripped = text.rstrip()
+    if stripped.endswith("..."):
+        return stripped
+    return stripped.rstrip(CLOSING).rstrip() if stripped.rstrip(CLOSING) else stripped
+
+
+def _shown(word: str) -> str:
+    """A tail word as shown: without a pause mark at its end ("Monday," -> "Monday"); the
+    re-decodes disagree on commas far more often than on words, and the final text has them."""
+    return word.rstrip(PAUSE) or word
+
+
+def _prefix(a: list[str], b: list[str]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i] and a[i]:
+        i += 1
+    return i
+
+
+@dataclass
+class SteadyTail:
+    """What of an open line's partial tail to show; one per open line.
+
+    Attributes:
+        age_s: words whose estimated end is at least this far (s) before the end of the
+            decoded audio are shown without agreement; None: never.
+        words: the tail on screen (after the committed text), as shown.
+    """
+
+    age_s: float | None = AGE_S
+    words: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        """Forget the line (a new line starts, or its final text replaced the tail)."""
+        self.words = []
+
+    def update(self, rest: list[str], previous: list[str], committed: int = 0,
+               ages: list[float] | None = None) -> int:
+        """Take the newest hypothesis' tail; :meth:`text` is then the tail to show.
+
+        Args:
+            rest: words of the newest hypothesis after the committed text.
+            previous: words of the previous hypothesis after the same committed text
+                ([] when there was none).
+            committed: words committed since the last update (they left the tail: the
+                shown words shift by as many).
+            ages: per word of ``rest``, seconds of decoded audio after its estimated end
+                (None: unknown, no age rule).
+
+        Returns:
+            how many of the first words of ``rest`` the shown tail covers (for its timing).
+        """
+        norm = [norm_word(w) for w in rest]
+        prev = [norm_word(w) for w in previous]
+        words = self.words[committed:]
+        shown = [norm_word(w) for w in words]
+        on_screen = _prefix(norm, shown)
+        if _prefix(prev, shown) > on_screen:
+            # only the newest re-decode reads the shown tail differently: keep it for now
+            self.words = words[: _prefix(prev, shown)]
+            return min(len(self.words), len(rest))
+        n = max(_prefix(norm, prev), on_screen)
+        if ages is not None and self.age_s is not None:
+            while n < len(rest) and ages[n] >= self.age_s:
+                n += 1
+        # words still on screen keep their spelling ("I" does not flip to "i" and back)
+        self.words = words[:on_screen] + [_shown(w) for w in rest[on_screen:n]]
+        if n == len(rest) and n:
+            self.words[-1] = without_closing_punctuation(self.words[-1])
+        return n
+
+    def text(self) -> str:
+        """The tail to show (without the hypothesis' closing punctuation)."""
+        return " ".join(w for w in self.words if w)

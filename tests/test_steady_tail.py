@@ -1,0 +1,141 @@
+"""The default model's partial tail is steady (issue 27.2): scripted re-decodes through the
+backend's own code, measured with the erasure module ``bench/latency.py`` uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from captioner.asr.moonshine import MoonshineBackend, _LineState
+from captioner.asr.moonshine_lines import LineEvent
+from captioner.asr.partial_worker import PartialJob
+from captioner.asr.steady_tail import SteadyTail, without_closing_punctuation
+from captioner.events import TextDelta
+from captioner.transcript.erasure import erasure
+
+SR = 16000
+
+
+class Recorded:
+    """Stand-in model: ``transcribe`` returns the text set last."""
+
+    text = ""
+
+    def transcribe(self, audio):
+        return self.text
+
+
+def play(lines):
+    """``lines``: ``(start s, end s, [(re-decode clip end s, text)], final text)``; each
+    re-decode's result arrives 0.25 s after its clip end, the final 0.3 s after the line's
+    end. Returns ``(wall s, event)`` as the backend emits them."""
+    model = Recorded()
+    be = MoonshineBackend(model=model, vad=object(), partials=False)
+    state = _LineState(lines=None, speech=None)
+    out = []
+    for i, (ls, le, hyps, final) in enumerate(lines):
+        be._lines(state, [LineEvent(i, int(ls * SR))])
+        for t, text in hyps:
+            job = PartialJob(state.key, np.zeros(0, np.float32), (i, ls, t - ls, t))
+            job.text = text
+            out += [(t + 0.25, ev) for ev in be._apply_partial(state, job)]
+        model.text = final
+        out += [(le + 0.3, ev) for ev in be._lines(state, [LineEvent(i, int(ls * SR), int(le * SR))])]
+    be.close()
+    return out
+
+
+#: The issue's example: every re-decode rewrites the last word and closes the tail.
+WELCOME = (0.0, 2.6, [(0.9, "Welcome back to the world."), (1.3, "Welcome back to the weekly."),
+                      (1.7, "Welcome back to the weekly planning meet."),
+                      (2.1, "Welcome back to the weekly planning meeting.")],
+           "Welcome back to the weekly planning meeting.")
+
+
+def partials(events):
+    return [ev.text for _, ev in events if isinstance(ev, TextDelta) and not ev.final]
+
+
+def test_the_tail_shows_what_two_re_decodes_agree_on_without_closing_punctuation():
+    events = play([WELCOME])
+    assert partials(events) == ["Welcome back to the", "Welcome back to the weekly",
+                                "Welcome back to the weekly planning", ""]
+    finals = [ev.text for _, ev in events if isinstance(ev, TextDelta) and ev.final]
+    assert finals == ["Welcome back to the weekly planning meeting."]  # the final text is unchanged
+    r = erasure(events)
+    assert (r.erased_words, r.final_words) == (0, 7)  # before: "world.", "weekly.", "meet." (3)
+
+
+def test_partial_times_are_those_of_the_words_shown():
+    events = [(t, ev) for t, ev in play([WELCOME]) if isinstance(ev, TextDelta) and not ev.final and ev.text]
+    # "Welcome back to the" of the 1.3 s clip "Welcome back to the weekly.": 19 of its 27 characters
+    t, first = events[0]
+    assert first.end == pytest.approx(1.3 * 19 / 27, abs=1e-6)
+    assert all(ev.end <= t - 0.25 + 1e-9 for t, ev in events)  # never past the audio decoded
+
+
+def test_one_re_decode_that_disagrees_does_not_take_shown_words_back():
+    line = (0.0, 3.0, [(0.9, "Our cloud costs"), (1.2, "Our cloud costs were"), (1.5, "Our cloud casts where"),
+                       (1.8, "Our cloud costs were higher"), (2.1, "Our cloud costs were higher than.")],
+            "Our cloud costs were higher than planned.")
+    shown = partials(play([line]))
+    # "costs" stays through the one misreading; "were" waits for two re-decodes in a row
+    assert shown == ["Our cloud costs", "Our cloud costs were higher", ""]
+    assert erasure(play([line])).erased_words == 0
+
+
+def test_two_re_decodes_that_disagree_take_it_back():
+    tail = SteadyTail()
+    assert tail.update("a b c".split(), []) == 0
+    assert tail.update("a b c".split(), "a b c".split()) == 3 and tail.text() == "a b c"
+    tail.update("a x c".split(), "a b c".split())
+    assert tail.text() == "a b c"  # outvoted by the previous re-decode
+    tail.update("a x c d".split(), "a x c".split())
+    assert tail.text() == "a x c"  # two in a row
+
+
+def test_a_new_line_after_a_comma_continues_the_sentence_in_the_tail_too():
+    first = (0.0, 1.5, [], "If you need help,")
+    second = (2.0, 4.0, [(2.8, "Send an email"), (3.2, "Send an email to")], "Send an email to the desk.")
+    events = play([first, second])
+    assert partials(events)[0] == " send an email"  # as its final text will read (join_line)
+    assert [ev.text for _, ev in events if isinstance(ev, TextDelta) and ev.final] == [
+        "If you need help,", " send an email to the desk."]
+    assert erasure(events).erased_words == 0
+
+
+@pytest.mark.parametrize("text, want", [("the weekly.", "the weekly"), ("is it?", "is it"), ("wait...", "wait..."),
+                                        ("Help Desk. Good", "Help Desk. Good"), (".", "."), ("", "")])
+def test_closing_punctuation(text, want):
+    assert without_closing_punctuation(text) == want
+
+
+def test_the_caption_view_draws_committed_text_then_the_steady_tail():
+    """The overlay's model (Qt-free) shows what the erasure measure reconstructs: committed
+    text + tail, one space apart, never a closing full stop in the dimmed tail."""
+    from captioner.transcript.erasure import screens
+    from captioner.ui.caption_model import CaptionModel
+
+    first = (0.0, 1.5, [], "If you need help,")
+    second = (2.0, 4.6, [(t + 2.0, h) for t, h in WELCOME[2]], WELCOME[3])
+    events = play([first, second])
+    model = CaptionModel(show_labels=False)
+    drawn = []
+    for _, ev in events:
+        if isinstance(ev, TextDelta):  # sessions drop the backend's line boundaries
+            model.apply(ev)
+            line = model.lines[-1]
+            drawn.append(line.final + line.partial)
+            assert not line.partial.rstrip().endswith("."), line.partial
+    assert drawn[-1] == "If you need help, welcome back to the weekly planning meeting."
+    seen = [" ".join(words) for _, _, words, _ in screens(events, gap_s=0.0)]
+    assert seen == [" ".join(d.split()) for d in drawn]
+
+
+def test_words_older_than_the_age_bound_show_without_agreement():
+    """On a busy machine re-decodes come seconds apart: a word said 1.5 s before the end of
+    the decoded audio is shown from the first re-decode that has it."""
+    tail = SteadyTail(age_s=1.5)
+    assert tail.update("we can hire one".split(), [], ages=[2.4, 1.9, 1.5, 0.3]) == 3
+    assert tail.text() == "we can hire"
+    assert SteadyTail(age_s=None).update("we can hire one".split(), [], ages=[2.4, 1.9, 1.5, 0.3]) == 0
