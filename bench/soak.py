@@ -12,7 +12,8 @@ Every ``--sample-s`` seconds of audio it records: resident memory (``/proc/self/
 RssAnon, RssFile; glibc's ``mallinfo2`` in-use and free heap), Python's allocated blocks, the
 lateness of a 50 ms ``Qt.PreciseTimer`` on the GUI thread over the window (p50/p99/max: how
 responsive the event loop stays), the transcript pane's size (blocks, characters), the overlay's
-lines, the journal's bytes, the transcript's characters and the slowest autosave write. With
+lines, the journal's bytes, the transcript's characters and the GUI thread's longest time in
+the timed autosave (the whole write before the fix, taking the snapshot after it). With
 ``--tracemalloc`` it also takes a Python heap snapshot every ``--snap-s`` seconds of audio and
 keeps the 12 lines that grew most between consecutive snapshots.
 
@@ -256,14 +257,13 @@ def run(args) -> dict:
 
     # the slowest autosave write per sample window (it runs on the GUI thread)
     autosave_ms = array.array("f")
-    orig_autosave = rec.write_autosave
+    orig_autosave = getattr(rec, "write_autosave_later", rec.write_autosave)  # the timer's slot
 
     def timed_autosave():
         t0 = time.perf_counter()
         orig_autosave()
         autosave_ms.append(1000.0 * (time.perf_counter() - t0))
 
-    rec.write_autosave = timed_autosave
     rec._timer.timeout.disconnect()
     rec._timer.timeout.connect(timed_autosave)
 
