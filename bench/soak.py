@@ -56,6 +56,8 @@ def _args():
     ap.add_argument("--tree", default=None, help="run another checkout's captioner package")
     ap.add_argument("--tracemalloc", action="store_true", help="Python heap snapshots (slows the run)")
     ap.add_argument("--snap-s", type=float, default=3600.0, help="seconds of audio between heap snapshots")
+    ap.add_argument("--max-wall-s", type=float, default=0.0,
+                    help="press Stop after this many seconds of wall time (0: play all the audio)")
     ap.add_argument("--out", default="bench/results/soak_8h", help="output path without suffix")
     return ap.parse_args()
 
@@ -186,6 +188,42 @@ def make_source_class():
     return LoopedFile
 
 
+def make_fake():
+    """A model-free backend for the rest of the app: in voiced 100 ms chunks it says the meeting's
+    words in order, one final word every third chunk (~3 words a second, a fast speaker) with the
+    next word as a partial in between; sentences end with their full stop."""
+    import numpy as np
+
+    from bench.meeting_audio import SENTENCES
+    from captioner.asr.base import StepResult
+    from captioner.events import TextDelta
+    from tests.audio_fakes import FakeBackend
+
+    words = " ".join(SENTENCES).split()
+
+    class MeetingWords(FakeBackend):
+        def step(self, rows):
+            out = []
+            for row in rows:
+                state = row.state if row.state is not None else {"k": 0, "n": 0}
+                events = []
+                if row.audio is not None:
+                    n_real = int(round((row.end - row.start) * 16000))
+                    real = row.audio[:n_real]
+                    if n_real and float(np.sqrt(np.mean(real.astype(np.float64) ** 2))) > self.threshold:
+                        state["n"] += 1
+                        word = words[state["k"] % len(words)]
+                        if state["n"] % 3 == 0:
+                            state["k"] += 1
+                            events.append(TextDelta(word + " ", row.start, row.end))
+                        else:
+                            events.append(TextDelta(word, row.start, row.end, final=False))
+                out.append(StepResult(state, events))
+            return out
+
+    return MeetingWords(batch_size=1)
+
+
 # -- the run -----------------------------------------------------------------------------------------
 def run(args) -> dict:
     from PySide6.QtCore import QEventLoop, Qt, QTimer
@@ -235,10 +273,8 @@ def run(args) -> dict:
         return p
 
     if args.backend == "fake":
-        from tests.audio_fakes import FakeBackend
-
         def backend_factory(config):
-            return FakeBackend(batch_size=1)
+            return make_fake()
     else:
         backend_factory = default_backend_factory
 
@@ -369,10 +405,14 @@ def run(args) -> dict:
     poller = QTimer()
     poller.timeout.connect(poll)
     poller.start(250)
+    pressed_stop = False
     while not stopped:
         qapp.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
         if errors:
             break
+        if args.max_wall_s and not pressed_stop and time.monotonic() - t_start > args.max_wall_s:
+            pressed_stop = True
+            win.stop()  # out of time: Stop as a user would; what was captioned is measured
     poller.stop()
     tick.stop()
     wall = time.monotonic() - t_start
@@ -406,6 +446,7 @@ def run(args) -> dict:
         "captioner": str(Path(captioner.__file__).parent),
         "backend": args.backend,
         "hours": args.hours,
+        "stopped_at_max_wall": pressed_stop,
         "audio_s": samples[-1]["audio_s"] if samples else 0.0,
         "wall_s": round(wall, 1),
         "audio_per_wall": round((samples[-1]["audio_s"] if samples else 0.0) / max(wall, 1e-9), 2),
