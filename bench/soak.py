@@ -225,7 +225,10 @@ def make_fake():
 
 
 # -- the run -----------------------------------------------------------------------------------------
-def run(args) -> dict:
+def run(args, hold: dict | None = None) -> dict:
+    """Play ``args.hours`` of the looped meeting through the whole app; returns the result dict.
+
+    ``hold``, when given, receives the app as ``hold["app"]`` (the suite's version closes it)."""
     from PySide6.QtCore import QEventLoop, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -240,7 +243,7 @@ def run(args) -> dict:
     from captioner.ui.app import CaptionerApp
     from captioner.ui.settings import Keys, Settings
 
-    tmp = Path(tempfile.mkdtemp(prefix="soak-"))
+    tmp = Path(tempfile.mkdtemp(prefix="soak-", dir=getattr(args, "workdir", None)))
     os.environ["CAPTIONER_DATA_DIR"] = str(tmp / "data")
     cache = Path(tempfile.gettempdir()) / f"soak_meeting_{args.meeting_minutes:g}min.wav"
     if not cache.exists():
@@ -288,6 +291,8 @@ def run(args) -> dict:
     controller = EngineController(EngineWorker(backend_factory, source_factory, pipeline_factory))
     app = CaptionerApp(settings, controller)
     app.show()
+    if hold is not None:
+        hold["app"] = app
     win = app.window
     rec = win.recorder
 
@@ -441,7 +446,10 @@ def run(args) -> dict:
     warm = [r for r in samples if r["audio_s"] >= 600]
     rss_slope = slope_per_hour([r["audio_s"] for r in warm], [r["VmRSS"] for r in warm])
     last_hour = max(0.0, samples[-1]["audio_s"] - 3600) if samples else 0.0
+    journal = rec.journal_path
     result = {
+        "journal": str(journal) if journal else None,
+        "saved_txt": str(tmp / "all.txt"),
         "tree": args.tree or "this checkout",
         "captioner": str(Path(captioner.__file__).parent),
         "backend": args.backend,
