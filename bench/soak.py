@@ -59,6 +59,8 @@ def _args():
     ap.add_argument("--max-wall-s", type=float, default=0.0,
                     help="press Stop after this many seconds of wall time (0: play all the audio)")
     ap.add_argument("--out", default="bench/results/soak_8h", help="output path without suffix")
+    ap.add_argument("--compare", nargs="+", metavar="LABEL=JSON",
+                    help="only plot earlier results on one figure (e.g. before=a.json after=b.json) to OUT.png")
     return ap.parse_args()
 
 
@@ -520,8 +522,38 @@ def plot(result: dict, out: Path) -> None:
     fig.savefig(out, dpi=90)
 
 
+def plot_compare(pairs: list[str], out: Path) -> None:
+    """RSS and the p99 timer lateness of several runs over audio time, on one figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    for pair in pairs:
+        label, _, path = pair.partition("=")
+        r = json.loads(Path(path).read_text())
+        s = r["samples"]
+        h = [x["audio_s"] / 3600 for x in s]
+        sm = r["summary"]
+        axes[0].plot(h, [x["VmRSS"] for x in s],
+                     label=f"{label}: {sm['rss_slope_mb_per_h_after_10min']:+.1f} MB/h after 10 min")
+        axes[1].plot(h, [x["late_p99_ms"] for x in s], label=label, lw=0.8)
+    axes[0].set_ylabel("RSS, MB")
+    axes[0].legend(loc="lower right")
+    axes[1].axhline(50, color="red", lw=0.8, ls="--", label="50 ms target")
+    axes[1].set_ylabel("GUI timer lateness p99 per minute of audio, ms")
+    axes[1].set_xlabel("audio played, hours")
+    axes[1].legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(out, dpi=90)
+
+
 def main() -> None:
     args = ARGS
+    if args.compare:
+        plot_compare(args.compare, Path(args.out).with_suffix(".png"))
+        return
     result = run(args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
