@@ -557,6 +557,8 @@ def main() -> None:
     result = run(args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    for key in ("journal", "saved_txt", "captioner"):  # this machine's temporary paths: not results
+        result.pop(key, None)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     try:
         plot(result, out.with_suffix(".png"))
