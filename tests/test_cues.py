@@ -122,3 +122,23 @@ def test_short_caption_stays_on_one_line():
 
     (cue,) = make_cues([Segment("You", 0.0, 1.0, "w1 w2 w3 w4 w5")])
     assert list(cue.lines) == ["w1 w2 w3 w4 w5"]
+
+
+def test_the_ascii_fast_paths_measure_and_break_as_the_character_rules_do():
+    """Issue 30.4 (Save of an 8-hour transcript): ASCII text skips the per-character width rules;
+    the widths, pieces and visible counts must be the ones those rules give."""
+    import random
+    import string
+
+    from captioner.transcript import cues
+
+    rng = random.Random(7)
+    for _ in range(500):
+        text = "".join(rng.choice(string.printable) for _ in range(rng.randint(0, 90)))
+        assert cues.display_width(text) == sum(cues.char_width(ch) for ch in text)
+        assert not cues.is_cjk_text(text)
+        assert cues._visible_chars([text, "a b"]) == sum(
+            1 for line in (text, "a b") for ch in line if not ch.isspace() and cues.char_width(ch) > 0)
+        # the general piece rules, run on the same text with a non-ASCII character appended
+        general = cues._atoms(text + " é")[:-1]
+        assert cues._atoms(text) == general

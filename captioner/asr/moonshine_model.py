@@ -52,6 +52,10 @@ def session_options():
     One thread: the pool bought nothing on 2 cores and spun the second one; the finals
     and the partials each run on their own thread instead. Prepacking off: it keeps a
     second, packed copy of every MatMul weight (~55 MB; measured step time within noise).
+    Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
+    never drops one, and here every line has its own length (encoder) and every decoder step its
+    own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
+    arena still reuses its blocks.
     """
     import onnxruntime as ort
 
@@ -60,6 +64,7 @@ def session_options():
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
     opts.add_session_config_entry("session.disable_prepacking", "1")
+    opts.enable_mem_pattern = False
     return opts
 
 

@@ -60,6 +60,7 @@ Nothing is downloaded.
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from dataclasses import dataclass
@@ -86,6 +87,8 @@ PRE_SPEECH_S = 0.5
 POST_SPEECH_S = 0.2
 #: The classifier sees at most this much audio (s) (smart-turn v3 input: 8 s).
 MAX_TURN_AUDIO_S = 8.0
+#: Classifier calls :attr:`TurnDetector.decisions` keeps (the newest; one per pause, ~1 MB a day unbounded).
+DECISIONS_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,8 @@ class TurnDetector:
 
     Attributes:
         time: stream seconds of audio consumed.
-        decisions: every classifier call as ``(stream time s, probability, ms)``.
+        decisions: the latest :data:`DECISIONS_KEPT` classifier calls as ``(stream time s,
+            probability, ms)`` (bounded: an all-day session makes one per pause).
     """
 
     def __init__(
@@ -152,7 +156,7 @@ class TurnDetector:
 
             self._resampler = soxr.ResampleStream(self.sample_rate, MODEL_RATE, 1, dtype="float32")
         self._notice_pending = bool(self.models.problem) and self.settings.semantic
-        self.decisions: list[tuple[float, float, float]] = []
+        self.decisions: collections.deque[tuple[float, float, float]] = collections.deque(maxlen=DECISIONS_KEPT)
         self.reset()
 
     def reset(self) -> None:

@@ -59,11 +59,15 @@ def char_width(ch: str) -> int:
 
 def display_width(text: str) -> int:
     """Display columns of ``text`` (sum of ``char_width``)."""
+    if text.isascii():  # every ASCII character is one column: the common case, without a call per character
+        return len(text)
     return sum(char_width(ch) for ch in text)
 
 
 def is_cjk_text(text: str) -> bool:
     """True when at least half of the visible characters of ``text`` are wide (CJK)."""
+    if text.isascii():
+        return False
     visible = [ch for ch in text if not ch.isspace() and char_width(ch) > 0]
     if not visible:
         return False
@@ -82,6 +86,8 @@ def _atoms(text: str) -> list[tuple[str, bool, int]]:
     Latin words are one piece; every wide character is its own piece; combining
     marks, emoji joiners and closing punctuation stay with what they follow.
     """
+    if text.isascii():  # one column per character, no wide ones: each word is one piece
+        return [(word, i > 0, len(word)) for i, word in enumerate(text.split())]
     atoms: list[list] = []  # [text, space_before]
     for word_index, word in enumerate(text.split()):
         space = word_index > 0
@@ -204,6 +210,8 @@ def _ms(seconds: float) -> int:
 
 
 def _visible_chars(lines: Sequence[str]) -> int:
+    if all(line.isascii() for line in lines):  # one column each: count what is not whitespace
+        return sum(len("".join(line.split())) for line in lines)
     return sum(1 for line in lines for ch in line if not ch.isspace() and char_width(ch) > 0)
 
 

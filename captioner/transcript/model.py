@@ -213,7 +213,8 @@ class Transcript:
         number = self._last_closed.get(source)
         if number is None:
             return []
-        for i, seg in enumerate(self._closed):
+        for i in range(len(self._closed) - 1, -1, -1):  # it is nearly always the last: O(1), not O(segments)
+            seg = self._closed[i]
             if self._keys[i][1] == number:
                 if not seg.turn_end:  # update in place: it was already returned once
                     self._closed[i] = Segment(

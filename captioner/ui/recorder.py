@@ -7,18 +7,26 @@ error so it can still be saved, rewrites a TXT copy into the user's autosave fol
 at most every :attr:`AUTOSAVE_MS` (when that option is on), and finds and recovers
 journals left by a crash. All formatting and file writing is
 :mod:`captioner.transcript`'s.
+
+The timed autosave rewrites the whole transcript, so its cost grows with the session (an
+eight-hour transcript is ~400 kB: tens of ms to format and fsync on a busy machine, issue 30).
+It runs on a writer thread of its own, from a snapshot of the segments taken on the GUI
+thread, so the event loop stays as responsive at hour 8 as at minute 1; writes never overlap
+and never go back in time (a newer snapshot waits for the write in progress, an older one still
+waiting is replaced). Stop writes once more, on the GUI thread, after any write in progress.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from captioner.engine.qt_emit import emit
-from captioner.events import Event, Notice
+from captioner.events import Event, Notice, TextDelta
 from captioner.transcript import (
     LiveTranscript,
     Transcript,
@@ -50,6 +58,7 @@ class TranscriptRecorder(QObject):
     segment_closed = Signal(object)
     notice = Signal(object)
     autosaved = Signal(str)
+    _written = Signal(object, int, object)  # path, generation, error (from the writer thread)
 
     #: Least time between two autosave writes (ms); Stop always writes.
     AUTOSAVE_MS = 3000
@@ -63,10 +72,16 @@ class TranscriptRecorder(QObject):
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(self.AUTOSAVE_MS)
-        self._timer.timeout.connect(self.write_autosave)
+        self._timer.timeout.connect(self.write_autosave_later)
         self._autosave_failed = False
         #: text mask for the files written (the profanity filter), or None; the journal stays raw
         self.mask = None
+        self._generation = 0  # counts final text added; an autosave of an older one is not "saved"
+        self._cond = threading.Condition()
+        self._queued: tuple | None = None  # (segments, path, mask, generation) for the writer
+        self._writer: threading.Thread | None = None
+        self._busy = False
+        self._written.connect(self._on_written)
 
     # -- a run -----------------------------------------------------------------------------------
     def begin(self, backend: str, sources: list[str], autosave_dir: str | None = None) -> None:
@@ -94,6 +109,8 @@ class TranscriptRecorder(QObject):
         if self.live is None:
             return
         problem = self.live.add(event)
+        if isinstance(event, TextDelta) and event.final and event.text:
+            self._generation += 1
         if problem is not None:
             emit(self.notice, problem)
         for seg in self.live.closed_segments:
@@ -153,20 +170,73 @@ class TranscriptRecorder(QObject):
         return write_transcript(self.transcript, path, fmt, mask=self.mask)
 
     def write_autosave(self) -> None:
-        """Rewrite the autosave TXT now (no-op when autosave is off)."""
+        """Rewrite the autosave TXT now, on this thread, after any write in progress (no-op when
+        autosave is off)."""
         self._timer.stop()
         if self.autosave_path is None:
             return
+        self._wait_writer()
+        self._on_written(self.autosave_path, self._generation, self._write(
+            self.transcript.segments, self.autosave_path, self.mask))
+
+    def write_autosave_later(self) -> None:
+        """Rewrite the autosave TXT on the writer thread (the timer's write); returns at once.
+
+        The segments are taken now; :attr:`autosaved` (or an ``autosave_failed`` notice) follows
+        on this thread once the file is on disk."""
+        if self.autosave_path is None:
+            return
+        job = (self.transcript.segments, self.autosave_path, self.mask, self._generation)
+        with self._cond:
+            self._queued = job  # an older snapshot still waiting is replaced
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._writer_loop, name="captioner-autosave", daemon=True)
+                self._writer.start()
+            self._cond.notify_all()
+
+    def _writer_loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._queued is None:
+                    self._writer = None
+                    self._cond.notify_all()
+                    return
+                (segments, path, mask, generation), self._queued = self._queued, None
+                self._busy = True
+            try:
+                error = self._write(segments, path, mask)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+            emit(self._written, path, generation, error)
+
+    def _wait_writer(self) -> None:
+        """Drop a queued background write and wait for the one in progress (one write at a time)."""
+        with self._cond:
+            self._queued = None
+            self._cond.wait_for(lambda: not self._busy, timeout=10.0)
+
+    @staticmethod
+    def _write(segments, path: Path, mask) -> Exception | None:
         try:
-            write_transcript(self.transcript, self.autosave_path, "txt", mask=self.mask)
+            write_transcript(segments, path, "txt", mask=mask)
         except (TranscriptWriteError, OSError) as exc:
+            return exc
+        return None
+
+    def _on_written(self, path, generation: int, error) -> None:
+        if path != self.autosave_path:
+            return  # a write of an earlier run
+        if error is not None:
             if not self._autosave_failed:
                 self._autosave_failed = True
-                emit(self.notice, Notice(f"{exc} The transcript is kept in memory and in the journal.",
+                emit(self.notice, Notice(f"{error} The transcript is kept in memory and in the journal.",
                                         "error", "autosave_failed"))
             return
         self._autosave_failed = False
-        emit(self.autosaved, str(self.autosave_path))
+        if generation == self._generation:  # nothing arrived since the snapshot: all of it is on disk
+            emit(self.autosaved, str(path))
 
     # -- crash recovery --------------------------------------------------------------------------
     def unfinished(self) -> list[Path]:

@@ -7,6 +7,12 @@ the new run's first line arrives, so a Start that fails leaves no empty separato
 and a recovered journal by "— recovered session —". Under the pane a label shows the
 final text of the open segments and the partial tail, styled apart.
 
+The pane holds the newest :data:`MAX_PANE_LINES` lines (about a working day of a busy
+meeting is 4000 lines): older lines leave its top as new ones come, so its memory and the
+cost of each new line stay the same however long the session runs (issue 30: eight hours
+of captions). Nothing is lost: the whole transcript stays in the session's transcript and
+journal, and Save as… and the autosave write all of it.
+
 This is a view: it keeps no transcript of its own beyond what it shows, and writes
 no files (the session model and :mod:`captioner.transcript` do). With a ``mask`` (the
 profanity filter, :meth:`TranscriptView.set_mask`) it shows text masked; changing the mask
@@ -29,6 +35,11 @@ from captioner.ui.qt_helpers import format_time
 
 #: Height (px) the transcript pane always keeps (about five lines).
 MIN_TRANSCRIPT_PX = 110
+#: Most lines the pane keeps (older ones leave its top; Save as… still writes every line). A
+#: line is one segment, ~100 characters; 2000 lines are 3-5 hours of a meeting. Qt holds ~7.8 kB
+#: per line (measured with PySide6 6.12: 1.4 kB in the document, the rest in the plain-text
+#: layout, even hidden), so the pane grows ~4 MB an hour until it is full, then stays at ~16 MB.
+MAX_PANE_LINES = 2000
 #: Separator lines.
 NEW_SESSION = "— new session —"
 RECOVERED_SESSION = "— recovered session —"
@@ -69,6 +80,9 @@ class TranscriptView(QWidget):
         self.editor.setReadOnly(True)
         self.editor.setPlaceholderText("The transcript appears here, with times and sources.")
         self.editor.setMinimumHeight(MIN_TRANSCRIPT_PX)
+        self.editor.setMaximumBlockCount(MAX_PANE_LINES)  # Qt drops the oldest lines first
+        # read-only: no undo history (it kept a record of every line and masking ever inserted)
+        self.editor.document().setUndoRedoEnabled(False)
         self.live_label = QLabel("")
         self.live_label.setWordWrap(True)
         self.live_label.setTextFormat(Qt.TextFormat.RichText)
@@ -83,9 +97,12 @@ class TranscriptView(QWidget):
         lay.addWidget(self.live_label)
         self._open_text: dict[str, str] = {}
         self._partials: dict[str, str] = {}
-        #: (source, start, text) of each segment shown -> its block in the pane.
+        #: Lines are numbered from the first line ever appended (a "line number"); the block of
+        #: line ``n`` is ``n - self._dropped()`` while it is still in the pane.
+        self._appended = 0
+        #: (source, start, text) of each segment shown -> its line number.
         self._segment_blocks: dict[tuple, int] = {}
-        #: block number -> (source, start, raw text) of every segment line, all runs (re-masking)
+        #: line number -> (source, start, raw text) of every segment line still in the pane (re-masking)
         self._raw_lines: dict[int, tuple[str, float, str]] = {}
         self._separator_pending = False
         self.mask = None
@@ -95,8 +112,8 @@ class TranscriptView(QWidget):
         already in the pane (only those whose text changes are rewritten), the live line and
         everything after."""
         self.mask = mask
-        for block, (source, start, text) in self._raw_lines.items():
-            self._replace_line(block, segment_line(source, start, self._shown(text)))
+        for number, (source, start, text) in self._raw_lines.items():
+            self._replace_line(number, segment_line(source, start, self._shown(text)))
         self._render_live()
 
     def _shown(self, text: str) -> str:
@@ -164,8 +181,22 @@ class TranscriptView(QWidget):
         return added
 
     # -- text --------------------------------------------------------------------------------
+    def _dropped(self) -> int:
+        """Lines that have left the top of the pane (:data:`MAX_PANE_LINES`)."""
+        doc = self.editor.document()
+        return self._appended - (0 if doc.isEmpty() else doc.blockCount())
+
+    def _forget_dropped(self) -> None:
+        """Let go of the raw text and segment keys of lines no longer in the pane."""
+        first = self._dropped()
+        if self._raw_lines and next(iter(self._raw_lines)) < first:
+            self._raw_lines = {n: v for n, v in self._raw_lines.items() if n >= first}
+        if self._segment_blocks and next(iter(self._segment_blocks.values())) < first:
+            self._segment_blocks = {k: n for k, n in self._segment_blocks.items() if n >= first}
+
     def append_line(self, line: str) -> int:
-        """Append one line to the pane; returns its block number.
+        """Append one line to the pane; returns its line number (counted from the first line ever
+        appended; it stays the same when older lines leave the top of the pane).
 
         The user's selection and scroll position stay as they were (they may be reading
         back or copying); a pane scrolled to the end with nothing selected follows the
@@ -182,15 +213,21 @@ class TranscriptView(QWidget):
         end.movePosition(QTextCursor.MoveOperation.End)
         # one insertion per line (its block separator included): a screen reader hears the line once
         end.insertText(line if doc.isEmpty() else "\n" + line)
+        self._appended += 1
         restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
         restored.setPosition(anchor)
         restored.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
         ed.setTextCursor(restored)
         bar.setValue(bar.maximum() if follow else kept)
         emit(self.line_added, line)
-        return doc.blockCount() - 1
+        if self._appended % 256 == 0:  # amortised: the dicts never hold more than the pane + 256 lines
+            self._forget_dropped()
+        return self._appended - 1
 
-    def _replace_line(self, block_number: int, line: str) -> None:
+    def _replace_line(self, number: int, line: str) -> None:
+        block_number = number - self._dropped()
+        if block_number < 0:
+            return  # that line has left the pane
         block = self.editor.document().findBlockByNumber(block_number)
         if not block.isValid() or block.text() == line:
             return

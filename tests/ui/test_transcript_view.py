@@ -59,3 +59,27 @@ def test_a_pane_at_the_end_follows_new_lines(view):
     before = bar.maximum()
     _new_lines(view, n=10)
     assert bar.maximum() > before and bar.value() == bar.maximum()
+
+
+def test_the_pane_keeps_the_newest_lines_only_and_still_updates_and_masks_them(qtbot, monkeypatch):
+    """Issue 30.4: eight hours of captions must not grow the pane; older lines leave its top
+    (Save as… writes them from the transcript), the kept ones still update and re-mask."""
+    from captioner.ui import transcript_view
+
+    monkeypatch.setattr(transcript_view, "MAX_PANE_LINES", 50)
+    v = TranscriptView()
+    qtbot.addWidget(v)
+    segs = [Segment("You", float(i), i + 0.5, f" line {i}") for i in range(700)]
+    for seg in segs:
+        v.show_segment(seg)
+    doc = v.editor.document()
+    lines = v.toPlainText().splitlines()
+    assert doc.blockCount() == 50 and lines[0].endswith("line 650") and lines[-1].endswith("line 699")
+    assert not doc.isUndoAvailable()  # no undo history of every line ever inserted
+    assert len(v._raw_lines) <= 50 + 256 and len(v._segment_blocks) <= 50 + 256
+    # a segment announced again updates its own line, not a line that moved into its old place
+    assert not v.show_segment(segs[680])
+    assert v.toPlainText().splitlines() == lines
+    v.set_mask(lambda text: text.replace("line", "LINE"))
+    masked = v.toPlainText().splitlines()
+    assert len(masked) == 50 and masked[0].endswith("LINE 650") and masked[-1].endswith("LINE 699")

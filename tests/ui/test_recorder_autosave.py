@@ -1,0 +1,53 @@
+"""Issue 30.4: the timed autosave rewrites the whole transcript (tens of ms at hour 8); it runs on
+a writer thread, so the GUI thread never waits for it, and the file never goes back in time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from PySide6.QtCore import QCoreApplication
+
+from captioner.events import TextDelta, TurnBoundary
+from captioner.ui import recorder as recorder_module
+from captioner.ui.recorder import TranscriptRecorder
+
+pytestmark = pytest.mark.gui
+
+
+def test_the_timed_autosave_writes_on_its_own_thread_and_stop_writes_everything(qtbot, tmp_path, monkeypatch):
+    real = recorder_module.write_transcript
+    gate = threading.Event()
+    threads = []
+
+    def slow_write(segments, path, fmt, **kw):
+        threads.append(threading.current_thread().name)
+        if threading.current_thread() is not threading.main_thread():
+            assert gate.wait(10)
+        return real(segments, path, fmt, **kw)
+
+    monkeypatch.setattr(recorder_module, "write_transcript", slow_write)
+    rec = TranscriptRecorder(tmp_path / "journals")
+    rec.begin("fake", ["You"], autosave_dir=str(tmp_path))
+    saved = []
+    rec.autosaved.connect(saved.append)
+    rec.add(TextDelta("hello there.", 0.0, 1.0, True, "You"))
+    rec.add(TurnBoundary(1.0, "turn", 1.0, "You"))
+    rec.write_autosave_later()  # returns although the write is held
+    assert saved == [] and not rec.autosave_path.exists()
+    gate.set()
+    qtbot.waitUntil(lambda: saved == [str(rec.autosave_path)], timeout=5000)
+    assert threads[0] == "captioner-autosave"
+    assert "hello there." in rec.autosave_path.read_text(encoding="utf-8")
+    # text that arrives while a snapshot is being written: that write does not count as saved
+    gate.clear()
+    rec.add(TextDelta("second line", 2.0, 3.0, True, "You"))
+    rec.write_autosave_later()
+    rec.add(TextDelta(" goes on", 3.0, 4.0, True, "You"))
+    gate.set()
+    qtbot.waitUntil(lambda: rec._writer is None, timeout=5000)  # the writer finished ...
+    QCoreApplication.processEvents()  # ... and its report reached this thread
+    assert "second line" in rec.autosave_path.read_text(encoding="utf-8")
+    assert len(saved) == 1
+    rec.end()  # Stop: one more write, on this thread, with everything
+    assert "second line goes on" in rec.autosave_path.read_text(encoding="utf-8") and len(saved) == 2
