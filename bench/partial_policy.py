@@ -70,7 +70,7 @@ def replay(lines, replays, tail_factory) -> list[tuple[float, object]]:
     model = _Recorded()
     be = MoonshineBackend(model=model, vad=object(), partials=False)
     sr = 16000
-    state = _LineState(lines=None)
+    state = _LineState(lines=None, speech=None)
     out: list[tuple[float, object]] = []
     for i, ((ls, le, text), rep) in enumerate(zip(lines, replays)):
         be._lines(state, [LineEvent(i, int(ls * sr))])
@@ -125,11 +125,17 @@ def evaluate(lines, replays, tail_factory, ref: str) -> dict:
             "wer": round(jiwer.wer(normalize_words(ref), normalize_words(final)), 4)}
 
 
+def _relative(path: str) -> str:
+    """``path`` relative to the checkout when it lies inside it (results name no worktree)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replays", default=str(ROOT / "bench/results/agreement_policy_20min_onnx.replays.json"))
     ap.add_argument("--minutes", type=float, default=20.0, help="the meeting the replays were made of")
-    ap.add_argument("--ages", default="none,1.0,1.2,1.5", help="comma list of SteadyTail age_s values ('none': off)")
+    ap.add_argument("--ages", default="none,0,0.5,1.0,1.2,1.5", help="comma list of SteadyTail age_s values ('none': off)")
     ap.add_argument("--every", default="1,4", help="comma list: replay every k-th re-decode (k > 1: a loaded "
                     "machine, where the budget sheds partials)")
     ap.add_argument("--out", default="")
@@ -155,8 +161,9 @@ def main() -> None:
             print(json.dumps({name: results[name]}), flush=True)
     if args.out:
         Path(args.out).with_suffix(".json").write_text(json.dumps(
-            {"command": "python bench/partial_policy.py " + " ".join(sys.argv[1:]), "replays": args.replays,
+            {"command": "python bench/partial_policy.py " + " ".join(sys.argv[1:]), "replays": _relative(args.replays),
              "note": "simulated wall clock from recorded re-decode times and costs (see the docstring)",
+             "loadavg": [round(x, 1) for x in __import__("os").getloadavg()],
              "policies": results}, indent=1))
 
 
