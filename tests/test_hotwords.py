@@ -156,6 +156,17 @@ def test_a_hotword_the_model_finds_unlikely_is_given_back(tok):
     assert tok.decode(run(script, HotwordTree(["Siobhan"], tok, boost=9.5))) == "call Shimon today"
 
 
+def test_a_long_hotword_said_but_unfamiliar_is_kept(tok):
+    # each Siobhan token 3.3 below the model's choice: together about -13 nats, which the
+    # model gave hotwords that were said in bench/hotwords.py (Oravelle, Ferreira); the floor
+    # at boost 6 is -15 (it was -12 and took such words back)
+    call = tok.encode("▁call")
+    sio = tok.encode("▁Siobhan")
+    alt = {tuple(call + sio[:k]): {sio[k]: 6.7} for k in range(len(sio))}
+    script = Script(tok, "call Shimon today", alt)
+    assert tok.decode(run(script, HotwordTree(["Siobhan"], tok, boost=6.0))) == "call Siobhan"
+
+
 def test_no_loop_at_the_largest_boost(tok):
     words = ["Xylophorix", "Siobhan", "Okonkwo"]
     firsts = {tok.encode(SPACE_MARK + w)[0] for w in words}

@@ -26,7 +26,7 @@ contextual-biasing literature), adapted to greedy decoding:
   after another one (no chains of names), and the re-decoding a clip may do is capped at
   its token budget (then biasing is off for the rest of the clip).
 * A steered hotword is kept only if the model alone gives its tokens a total
-  log-probability of at least ``-KEEP_FACTOR * boost`` (:data:`KEEP_FACTOR`); the
+  log-probability of at least ``-KEEP_FACTOR * min(boost, DEFAULT_BOOST)`` (:data:`KEEP_FACTOR`); the
   log-softmax is computed for the match's few steps only, when it completes.
 
 Not done: per-word boosts; case variants not written by the user ("kubectl" does not
@@ -48,11 +48,16 @@ from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
 #: Words decoded after a hotword completed before it gets a bonus to start again.
 REENTRY_WORDS = 8
 #: A hotword the bonus steered is kept only if the model alone gives its tokens a total
-#: log-probability of at least ``-KEEP_FACTOR * boost`` (else its bonus is taken back).
+#: log-probability of at least ``-KEEP_FACTOR * min(boost, DEFAULT_BOOST)`` (else its bonus is
+#: taken back; -15 nats from the default boost up: a looser floor at boost 8, -20, wrote
+#: unrelated words into ordinary speech and took the other words' WER to 38 %).
 #: Measured on ``bench/hotwords.py`` (2026-12-02, boost 8): hotwords that were said had
 #: totals from -0.2 to -27 (most above -12), steered hotwords that were not said from -5
-#: to -41 (most below -12).
-KEEP_FACTOR = 2.0
+#: to -41 (most below -12). Re-measured at boost 6 (2026-12-02, 32 clips): 2.0 (-12): 62.2 %
+#: recall, other-word WER 24.5 %; 2.5 (-15): 67.6 %, 23.4 %; 3.0 (-18): 66.2 %, 22.8 %; no
+#: floor: 67.6 %, 23.4 % -- between -12 and -15 lay three hotwords that were said
+#: (Oravelle, Ferreira, Nimbusoft), below -15 two pushed in where another word was said.
+KEEP_FACTOR = 2.5
 #: Hotwords tried (steered, then given back) at one place of a clip before the plain
 #: choice stands there. Each try costs a decoder step; measured on ``bench/hotwords.py``
 #: (boost 6): 1 try 53 % recall and 1.13x decoder steps with 500 unrelated words on
@@ -82,7 +87,7 @@ class HotwordTree:
     def __init__(self, words: Sequence[str], tokenizer: Tokenizer, boost: float = DEFAULT_BOOST) -> None:
         self.words = tuple(words)
         self.boost = check_boost(boost)
-        self.floor = -KEEP_FACTOR * self.boost
+        self.floor = -KEEP_FACTOR * min(self.boost, DEFAULT_BOOST)
         self.children: list[dict[int, int]] = [{}]
         self.word_of: list[int] = [-1]
         spaced: set[int] = set()
