@@ -23,7 +23,7 @@ For every set it measures the WER (jiwer, normalised as ``tests.speech.normalize
 (one-pass transcribe, before and after). Writes ``OUT.json`` and ``OUT.png`` (a chart of the
 sets; none for the meeting alone):
 
-    python bench/voice_sets.py --old-python /work/venv-old/bin/python --old-tree /tmp/old \\
+    python bench/voice_sets.py --old-python venv-old/bin/python --old-tree old-3e6d95f \\
         --out bench/results/voice_sets
     python bench/voice_sets.py --sets "" --meeting-minutes 20 --out bench/results/voice_sets_meeting20
 

@@ -182,11 +182,12 @@ def wait_until(pred, timeout=30.0):
     return True
 
 
-def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
+def _stuck_model():
+    """A fake microphone and a backend whose ``step`` blocks until ``gate`` is set (``entered``
+    is set once the model is inside the call): ``(sd, clock, mic, rec, backend, gate, entered)``."""
     sd = FakeSD(device_table())
     clock = FakeClock()
     mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=clock)
-    rec = Recorder()
     gate, entered = threading.Event(), threading.Event()
 
     class Slow(FakeBackend):
@@ -195,7 +196,12 @@ def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
             gate.wait(30)  # decoding stalls until the test lets it go
             return super().step(rows)
 
-    live = LiveCaptioner(Slow(batch_size=1), [mic], rec, clock=clock, max_backlog_s=0.3)
+    return sd, clock, mic, Recorder(), Slow(batch_size=1), gate, entered
+
+
+def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
+    sd, clock, mic, rec, slow, gate, entered = _stuck_model()
+    live = LiveCaptioner(slow, [mic], rec, clock=clock, max_backlog_s=0.3)
     live.start()
     stream = sd.streams[0]
     stream.deliver(tone(0.1, 16000))
@@ -217,19 +223,8 @@ def test_slow_model_never_blocks_capture_and_full_backlog_drops_with_a_notice():
 def test_skip_backlog_counts_the_queue_but_not_the_chunk_inside_the_model():
     """Issue 30.1: Stop ran out of drain time with 0.1 s inside a model call and 0.3 s queued. The
     stop notice counted both (0.4 s), yet the call's word appears in the flush: 0.3 s is lost."""
-    sd = FakeSD(device_table())
-    clock = FakeClock()
-    mic = MicrophoneSource(resolve_microphone(2, sd, PulseInventory()), sd=sd, clock=clock)
-    rec = Recorder()
-    gate, entered = threading.Event(), threading.Event()
-
-    class Slow(FakeBackend):
-        def step(self, rows):
-            entered.set()
-            gate.wait(30)  # the model is inside this call until the test lets it go
-            return super().step(rows)
-
-    live = LiveCaptioner(Slow(batch_size=1), [mic], rec, clock=clock)
+    sd, clock, mic, rec, slow, gate, entered = _stuck_model()
+    live = LiveCaptioner(slow, [mic], rec, clock=clock)
     live.start()
     stream = sd.streams[0]
     stream.deliver(tone(0.1, 16000))
