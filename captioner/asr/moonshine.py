@@ -212,6 +212,9 @@ class MoonshineBackend(Backend):
         self.model = model
         self.model_dir = Path(getattr(model, "model_dir", model_dir or "."))
         self.bias = _hotword_tree(model, hotwords, hotword_boost)
+        #: keyword arguments of every decode: the same hotwords for finals and partials (none: no
+        #: argument, so a model double without hotword support still works)
+        self._bias = {} if self.bias is None else {"bias": self.bias}
         if vad is None:
             from captioner.asr.vad import silero_vad
 
@@ -243,8 +246,7 @@ class MoonshineBackend(Backend):
         Raises:
             BackendError: the model failed.
         """
-        text = self.model.transcribe(audio) if self.bias is None else self.model.transcribe(audio, bias=self.bias)
-        return collapse_repeats(text.strip())
+        return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
 
     # -- decoding ------------------------------------------------------------------------------
     def _keep(self, state: _LineState, audio: np.ndarray) -> None:
@@ -320,16 +322,13 @@ class MoonshineBackend(Backend):
         scored = getattr(self.model, "transcribe_scored", None)
         if scored is None:
             return self._decode_clip(clip)
-        if self.bias is not None:
-            plain = scored
-            scored = lambda audio: plain(audio, bias=self.bias)  # noqa: E731 - the same list as partials
-        text, score = scored(clip)
+        text, score = scored(clip, **self._bias)
         text = text.strip()
         if text and score >= SURE_LOGPROB:
             return collapse_repeats(text)
         framed = np.concatenate([np.zeros(int(FRAME_LEAD_S * sr), np.float32), clip,
                                  np.zeros(int(FRAME_TAIL_S * sr), np.float32)])
-        text2, score2 = scored(framed)
+        text2, score2 = scored(framed, **self._bias)
         text2 = text2.strip()
         if len(clip) >= WORDS_MIN_S * sr and bool(text) != bool(text2):
             text = text or text2  # words read in one framing are not silence
