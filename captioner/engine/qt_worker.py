@@ -15,17 +15,16 @@ and turns method calls (``start(config)``, ``stop()``) into queued slot calls so
 GUI never blocks on the engine.
 
 Only QtCore is imported here (no widgets, no torch/tflite): the backend, the sources
-and the live pipeline are created through three factories, so tests plug in fakes
-and the real ones come from :mod:`captioner.asr`, :mod:`captioner.audio` and
-:mod:`captioner.engine.live`.
+and the live pipeline are created through the three factories of
+:mod:`captioner.engine.run_setup` (with :class:`EngineConfig`, re-exported here), so
+tests plug in fakes; failures are worded by :mod:`captioner.engine.error_text`.
 """
 
 from __future__ import annotations
 
 import threading
 import traceback
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any
 
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
@@ -36,196 +35,25 @@ from captioner.engine.capture_first import (
     open_before_load,
     preview_levels,
 )
+from captioner.engine.error_text import FILE_FORMATS, describe_error  # noqa: F401  (re-exported)
 from captioner.engine.qt_emit import emit
+from captioner.engine.run_setup import (  # noqa: F401  (re-exported: the GUI and tests import them from here)
+    BackendFactory,
+    EngineConfig,
+    ModelRate,
+    Pipeline,
+    PipelineFactory,
+    SourceFactory,
+    SourceSpec,
+    default_backend_factory,
+    default_pipeline_factory,
+    default_source_factory,
+)
 from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
 
 #: Engine states, in the order a run goes through them.
 IDLE, LOADING, RUNNING, STOPPING = "idle", "loading", "running", "stopping"
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    """One audio source the user chose.
-
-    Attributes:
-        kind: ``"microphone"``, ``"system"`` (monitor of the output) or ``"file"``
-            (a file played as if live).
-        label: label stamped on its captions ("You", "Meeting", the file name).
-        device: device name/index as listed by ``captioner devices``; ``None`` = default.
-        path: audio file for ``kind == "file"``.
-    """
-
-    kind: str
-    label: str
-    device: str | None = None
-    path: str | None = None
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Everything needed to start captioning.
-
-    Attributes:
-        backend: ``"default"`` | ``"audio8"`` | ``"tflite"`` | ``"remote"`` (see
-            ``captioner.asr.load_backend``).
-        model: checkpoint folder, ``.tflite`` file or server URL; ``None`` for the default model.
-        clock_ms: Audio8 clock, 80/120/160 ms (model card operating points).
-        delay_ms: transcription delay, a multiple of the clock.
-        language: ``"en"`` or ``"zh"``.
-        sources: the sources to caption, one session each.
-        options: extra keyword arguments for ``load_backend`` as ``(name, value)`` pairs.
-        turns: how turns end (a :class:`captioner.engine.turns.TurnSettings`), handed to
-            the pipeline factory; ``None`` = its defaults (and a factory that takes no
-            ``turns`` keyword works unchanged).
-    """
-
-    backend: str = "default"
-    model: str | None = None
-    clock_ms: int = 80
-    delay_ms: int = 480
-    language: str = "en"
-    sources: tuple[SourceSpec, ...] = ()
-    options: tuple[tuple[str, Any], ...] = ()
-    turns: Any = None
-
-    def backend_key(self) -> tuple:
-        """What identifies a loaded backend: a run with the same key reuses it."""
-        return (self.backend, self.model, self.clock_ms, self.delay_ms, self.language, self.options)
-
-
-class Pipeline(Protocol):
-    """What the worker needs from a live pipeline (``LiveCaptioner`` has this shape)."""
-
-    def start(self) -> None: ...
-
-    def stop(self, drain: bool = True, timeout: float | None = None) -> bool: ...
-
-    def backlog_s(self) -> float: ...
-
-    def skip_backlog(self) -> float: ...
-
-    @property
-    def is_running(self) -> bool: ...
-
-
-BackendFactory = Callable[[EngineConfig], Any]
-SourceFactory = Callable[[Sequence[SourceSpec], Any], list]  # (specs, backend or ModelRate) -> sources
-PipelineFactory = Callable[[Any, list, Callable[[Event], None]], Pipeline]
-
-
-def default_backend_factory(config: EngineConfig) -> Any:
-    """Load a backend with ``captioner.asr.load_backend`` (imported lazily: heavy)."""
-    from captioner.asr import load_backend
-
-    return load_backend(
-        config.backend,
-        model=config.model,
-        clock_ms=config.clock_ms,
-        delay_ms=config.delay_ms,
-        language=config.language,
-        **dict(config.options),
-    )
-
-
-@dataclass(frozen=True)
-class ModelRate:
-    """What the source factory is given instead of the backend before it is loaded (the sources
-    open first): the rate the model is expected to take (Hz; every backend takes 16 kHz so far,
-    and a model at another rate has its sources opened again once loaded)."""
-
-    sample_rate: int
-
-
-def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
-    """Make the audio sources with :mod:`captioner.audio` (not started), delivering the backend's rate.
-
-    Args:
-        specs: the sources chosen.
-        backend: the loaded backend, or a :class:`ModelRate` while it loads (its ``sample_rate``).
-
-    Raises:
-        SourceError (from captioner.audio): a device does not exist (the message lists
-            the ones that do) or there is no system-audio source.
-        ValueError: an unknown source kind.
-    """
-    rate = backend.sample_rate
-    sources = []
-    for s in specs:
-        if s.kind == "microphone":
-            from captioner.audio.microphone import MicrophoneSource
-
-            sources.append(MicrophoneSource(s.device or None, label=s.label, target_rate=rate))
-        elif s.kind == "system":
-            from captioner.audio.system import open_system_audio
-
-            sources.append(open_system_audio(s.device or None, label=s.label, target_rate=rate))
-        elif s.kind == "file":
-            from captioner.audio.filesource import FileSource
-
-            if not s.path:
-                raise ValueError("no audio file is selected; choose one with Browse")
-            sources.append(FileSource(s.path, label=s.label, realtime=True, target_rate=rate))
-        else:
-            raise ValueError(f"unknown source kind {s.kind!r}")
-    return sources
-
-
-def default_pipeline_factory(
-    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None
-) -> Pipeline:
-    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner`` (``turns``: TurnSettings or None)."""
-    from captioner.engine.live import LiveCaptioner
-
-    return LiveCaptioner(backend, sources, on_event, turns=turns)
-
-
-#: Formats the file source reads (libsndfile through soundfile, see captioner.audio.fileio).
-FILE_FORMATS = "WAV, FLAC, OGG or MP3"
-
-
-def describe_error(exc: BaseException, during: str, kinds: Sequence[str] = ()) -> tuple[str, str]:
-    """A user-facing message and a stable code for an engine failure (never a traceback).
-
-    Args:
-        exc: the exception.
-        during: ``"load"``, ``"sources"``, ``"start"``, ``"run"`` or ``"stop"``.
-        kinds: the :attr:`SourceSpec.kind` of each source of the run, so an audio problem
-            gets advice that fits it (a file: formats and conversion; a device: reconnect
-            and choose it again in the window's device lists).
-
-    Returns:
-        ``(message, code)``: what happened and what to do. Codes: ``model_missing``,
-        ``backend_missing``, ``model_error``, ``file_error``, ``device_error``,
-        ``stop_error``, ``engine_error``.
-    """
-    detail = str(exc).strip() or type(exc).__name__
-    if during == "load":
-        if "not found" in detail.lower() or isinstance(exc, FileNotFoundError):
-            return (f"The model was not found: {detail}. Choose an existing model in the Model box, "
-                    "or switch back to the built-in default model.", "model_missing")
-        if isinstance(exc, ImportError):
-            return (f"This model needs software that is not installed ({detail}). Install the matching extra "
-                    "(for example pip install 'captioner[audio8]') or use the built-in default model.",
-                    "backend_missing")
-        return (f"The model could not be loaded: {detail}. Check the Model setting or use the built-in "
-                "default model.", "model_error")
-    if during == "sources" or type(exc).__name__ == "SourceError":
-        detail = detail.rstrip(". ")  # the sentences below add their own full stop
-        if "file" in kinds:
-            advice = "" if "convert" in detail.lower() else (
-                f" Choose a {FILE_FORMATS} file with Browse…, or convert it first with ffmpeg or sox.")
-            return f"The audio file could not be read: {detail}.{advice}", "file_error"
-        if "microphone" not in kinds:  # a monitor source is never busy, nor plugged in
-            return (f"System audio could not be recorded: {detail}. Then press Refresh devices and choose the "
-                    "source again in the System audio list.", "device_error")
-        return (f"The audio device could not be used: {detail}. Check that it is connected and not used by "
-                "another program, press Refresh devices, and choose it again in the Microphone or System "
-                "audio list.", "device_error")
-    if during == "stop":
-        return (f"Stopping did not finish cleanly: {detail}. The transcript so far is kept.", "stop_error")
-    return (f"Captioning stopped because of an error: {detail}. The transcript so far is kept; "
-            "press Start to continue.", "engine_error")
 
 
 class EngineWorker(QObject):

@@ -29,7 +29,8 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
-from captioner.engine.qt_worker import EngineConfig, EngineController
+from captioner.engine.qt_worker import EngineController
+from captioner.engine.run_setup import EngineConfig
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.global_shortcuts import GlobalShortcuts

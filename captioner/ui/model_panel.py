@@ -5,7 +5,7 @@ built-in model, an Audio8 checkpoint folder, a TensorFlowASR ``.tflite`` file an
 remote Audio8 server; the location row is shown for all but the built-in model (a
 Browse… button for the two local kinds); the clock and delay pickers are shown only
 for the backends that have an Audio8 clock (DESIGN section 2). The panel turns the
-choices into the model part of an :class:`~captioner.engine.qt_worker.EngineConfig`
+choices into the model part of an :class:`~captioner.engine.run_setup.EngineConfig`
 (:meth:`ModelPanel.config_fields`) and says what is missing before Start
 (:meth:`ModelPanel.problem`).
 """

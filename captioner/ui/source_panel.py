@@ -3,7 +3,7 @@
 Owns the "Audio" group of the main window: the mode picker, the two device pickers
 (filled from :mod:`captioner.audio.devices`), the file field, and one
 :class:`~captioner.ui.level_meter.LevelMeter` per source kind. It turns the choices
-into :class:`~captioner.engine.qt_worker.SourceSpec` objects and says what is
+into :class:`~captioner.engine.run_setup.SourceSpec` objects and says what is
 missing before a Start would fail.
 """
 
@@ -16,7 +16,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QFileDialog, QGridLayout, QGroupBox, QLabel, QLineEdit, QPushButton, QWidget
 
 from captioner.engine.qt_emit import emit
-from captioner.engine.qt_worker import SourceSpec
+from captioner.engine.run_setup import SourceSpec
 from captioner.ui.level_meter import LevelMeter
 from captioner.ui.qt_helpers import select_data
 from captioner.ui.settings import Keys, Settings
