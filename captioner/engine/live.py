@@ -45,22 +45,21 @@ calls (made on this class's threads, one at a time) into signals.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import logging
 import threading
 import time
 from typing import Callable, Sequence
 
-import numpy as np
-
 from captioner.asr.base import Backend
 from captioner.asr.base import BackendError
 from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
+from captioner.engine.lanes import Gap, Lane
 from captioner.engine.rounds import feed_many
 from captioner.engine.session import StreamingSession
+from captioner.engine.too_slow import TooSlow
 from captioner.engine.turns import TurnSettings
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
 from captioner.native_calls import model_call
@@ -82,31 +81,6 @@ READ_INTERVAL_S = 0.05
 #: end; in 0.2 s steps a stop is seen after at most 0.2 s of audio (two 100 ms chunks, one
 #: round of model calls each: batching across sources is unchanged).
 TAKE_S = 0.2
-
-
-@dataclasses.dataclass
-class _Lane:
-    """One source with its session, meter and the audio waiting for the decoder."""
-
-    source: AudioSource
-    session: StreamingSession
-    meter: LevelMeter
-    pending: collections.deque = dataclasses.field(default_factory=collections.deque)
-    pushed: int = 0  # samples queued by the capture thread (only it writes this)
-    popped: int = 0  # samples taken off ``pending`` (decoded or skipped; under the pending lock)
-    dropped: int = 0  # samples dropped because the backlog was full (capture thread)
-    skipped: int = 0  # samples discarded undecoded by a stop without drain (under the pending lock)
-    drops: int = 0  # how many times that happened
-    capture_done: bool = False  # capture thread: no more audio will come
-    end_notice: Notice | None = None  # why capture ended (device lost, file ended)
-    ended: bool = False  # decode thread: session ended
-    drops_reported: int = 0
-    gaps_decoded: float = 0.0  # seconds of gaps the decode thread has passed
-    shift: float = 0.0  # decode thread: stream time of the session's t=0 (samples before it + gaps)
-
-    @property
-    def pending_samples(self) -> int:
-        return self.pushed - self.popped
 
 
 class LiveCaptioner:
@@ -175,21 +149,17 @@ class LiveCaptioner:
         self.stats_interval_s = float(stats_interval_s)
         self.level_interval_s = float(level_interval_s)
         self.max_backlog_s = float(max_backlog_s)
-        self.too_slow_backlog_s = float(too_slow_backlog_s)
-        self._told_too_slow = False
-        self._catch_up_s = 0.0
-        self._catch_up_until = 0.0
+        self._too_slow = TooSlow(too_slow_backlog_s, max_backlog_s)
         self.poll_s = float(poll_s)
         self.clock = clock
         self.turns = turns
         self.time_offset = 0.0
-        self._lanes: list[_Lane] = []
+        self._lanes: list[Lane] = []
         self._threads: list[threading.Thread] = []
         self._halt = threading.Event()
         self._wakeup = threading.Event()  # capture thread: a source queued audio
         self._decode_wakeup = threading.Event()  # decode thread: audio is pending
         self._emit_lock = threading.RLock()
-        self._pending_lock = threading.Lock()  # taking from / skipping the lanes' pending queues
         self._drain = True
         self._done = threading.Event()
         self._done.set()
@@ -225,15 +195,13 @@ class LiveCaptioner:
                 s.stop()
             raise
         self._lanes = [
-            _Lane(s, StreamingSession(self.backend, s.label, self.turns), LevelMeter(s.label, s.target_rate, self.level_interval_s))
+            Lane(s, StreamingSession(self.backend, s.label, self.turns), LevelMeter(s.label, s.target_rate, self.level_interval_s))
             for s in self.sources
         ]
         self._halt.clear()
-        self._told_too_slow = False
         # audio the sources queued before this start (opened while the model loaded, see
         # captioner.engine.capture_first): a backlog to catch up on, not a sign of a slow model
-        self._catch_up_s = max((s.stats().queued_s for s in self.sources), default=0.0)
-        self._catch_up_until = 0.0
+        self._too_slow.start(max((s.stats().queued_s for s in self.sources), default=0.0))
         self._drain = True
         self._done.clear()
         capture = threading.Thread(target=self._capture_loop, name="captioner-capture", daemon=True)
@@ -288,18 +256,7 @@ class LiveCaptioner:
         self._decode_wakeup.set()
         worst = 0.0
         for lane in self._lanes:
-            with self._pending_lock:
-                kept, n = [], 0
-                while lane.pending:
-                    part = lane.pending.popleft()
-                    if isinstance(part, _Gap):
-                        kept.append(part)  # its notice still tells the gap's true times
-                    else:
-                        n += len(part)
-                lane.pending.extendleft(reversed(kept))
-                lane.popped += n
-                lane.skipped += n
-                seconds = lane.skipped / lane.source.target_rate
+            seconds = lane.skip_all()
             if not lane.capture_done:  # its last read is still to come: discarded on arrival
                 seconds += lane.source.stats().queued_s
             worst = max(worst, seconds)
@@ -339,7 +296,7 @@ class LiveCaptioner:
         finally:
             self._decode_wakeup.set()
 
-    def _capture(self, lane: _Lane, halt: bool) -> bool:
+    def _capture(self, lane: Lane, halt: bool) -> bool:
         src = lane.source
         final = halt or src.finished or not src.is_running
         if halt:
@@ -366,10 +323,10 @@ class LiveCaptioner:
             lane.capture_done = True
         return block is not None
 
-    def _gap(self, lane: _Lane, block) -> None:
+    def _gap(self, lane: Lane, block) -> None:
         """Queue a gap marker before ``block``; its notice (true times) follows the words before it."""
         t1 = self.time_offset + block.start
-        lane.pending.append(_Gap(block.gap_before, Notice(
+        lane.mark_gap(Gap(block.gap_before, Notice(
             f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
             f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
             "info",
@@ -377,15 +334,8 @@ class LiveCaptioner:
             lane.source.label,
         )))
 
-    def _enqueue(self, lane: _Lane, samples) -> None:
-        room = int(self.max_backlog_s * lane.source.target_rate) - lane.pending_samples
-        if len(samples) > room:  # keep what fits, drop (and count) the rest
-            lane.dropped += len(samples) - max(0, room)
-            lane.drops += 1
-            samples = samples[: max(0, room)]
-        if len(samples):
-            lane.pending.append(samples)
-            lane.pushed += len(samples)
+    def _enqueue(self, lane: Lane, samples) -> None:
+        lane.enqueue(samples, int(self.max_backlog_s * lane.source.target_rate))
 
     # -- decode thread ----------------------------------------------------------------------------------
     def _decode_loop(self, capture: threading.Thread) -> None:
@@ -406,7 +356,7 @@ class LiveCaptioner:
                 if rows:
                     self._emit_all(_feed(rows))
                 for lane in lanes:
-                    if (gap := self._take_gap(lane)) is not None:
+                    if (gap := lane.take_gap()) is not None:
                         self._restart_at_gap(lane, gap)
                 finishing = [lane for lane in lanes if lane.capture_done and not lane.pending]
                 if finishing:
@@ -437,41 +387,20 @@ class LiveCaptioner:
             self._emit(Notice("Captioning stopped.", "info", "stopped"))
             self._done.set()
 
-    def _take(self, lane: _Lane, most_s: float | None = None, skip: bool = False):
+    def _take(self, lane: Lane, most_s: float | None = None, skip: bool = False):
         """The audio queued before the next gap, at most ``most_s`` seconds of it (None = all);
         with ``skip`` it is counted as skipped (never decoded)."""
         most = None if most_s is None else max(1, int(most_s * lane.source.target_rate))
-        parts, n = [], 0
-        with self._pending_lock:  # skip_backlog() may empty the queue from another thread
-            while lane.pending and not isinstance(lane.pending[0], _Gap) and (most is None or n < most):
-                part = lane.pending.popleft()
-                if most is not None and n + len(part) > most:  # the rest stays first in the queue
-                    lane.pending.appendleft(part[most - n:])
-                    part = part[: most - n]
-                parts.append(part)
-                n += len(part)
-            lane.popped += n
-            if skip:
-                lane.skipped += n
-        if skip or not parts:
-            return None
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return lane.take(most, skip)
 
-    def _take_gap(self, lane: _Lane) -> "_Gap | None":
-        """The gap marker first in ``lane``'s queue, taken off it, or None."""
-        with self._pending_lock:
-            if lane.pending and isinstance(lane.pending[0], _Gap):
-                return lane.pending.popleft()
-        return None
-
-    def _restart_at_gap(self, lane: _Lane, gap: "_Gap") -> None:
+    def _restart_at_gap(self, lane: Lane, gap: Gap) -> None:
         """End ``lane``'s session at a gap (its last words appear) and restart its times after it."""
         self._emit_all(_feed([(lane.session, None)], end=True))
         self._emit(gap.notice)  # after the last words before the gap (a transcript pane shows it between)
         lane.gaps_decoded += gap.seconds
         lane.shift = lane.popped / lane.session.sample_rate + lane.gaps_decoded
 
-    def _end_lanes(self, lanes: list[_Lane]) -> None:
+    def _end_lanes(self, lanes: list[Lane]) -> None:
         for lane in lanes:
             lane.ended = True
         before = {id(lane): lane.session.stats() for lane in lanes}  # end() resets the sessions
@@ -482,7 +411,7 @@ class LiveCaptioner:
         self._emit_stats(lanes, before)
 
     # -- events -------------------------------------------------------------------------------------------
-    def _emit_stats(self, lanes: list[_Lane] | None = None, ended: dict | None = None) -> None:
+    def _emit_stats(self, lanes: list[Lane] | None = None, ended: dict | None = None) -> None:
         if not ended:
             self._check_too_slow()
         budget = getattr(self.backend, "budget", None)
@@ -518,32 +447,10 @@ class LiveCaptioner:
 
     def _check_too_slow(self) -> None:
         """Tell the user once per run when the model cannot keep up even without partials."""
-        budget = getattr(self.backend, "budget", None)
-        backlog = self.backlog_s()
-        now = self.clock()
-        if self._catch_up_s and backlog < 1.0:  # caught up on the audio queued while the model loaded; its
-            self._catch_up_s = 0.0  # busy seconds stay in the budget's load for one more window
-            self._catch_up_until = now + float(getattr(budget, "window_s", 0.0))
-        catching_up = bool(self._catch_up_s) or now < self._catch_up_until
-        slow = ((budget is not None and budget.overloaded and not catching_up)
-                or backlog > self.too_slow_backlog_s + self._catch_up_s)
-        if slow and not self._told_too_slow:
-            self._told_too_slow = True
-            load = f" decoding alone takes {100 * budget.load():.0f} % of real time;" if budget else ""
-            behind = (
-                f"captions are {backlog:.0f} s behind" if backlog >= 1.0
-                else "partial captions are skipped to keep up"
-            )
-            self._emit(
-                Notice(
-                    f"The {self.backend.name} model is too slow on this computer right now:{load} {behind}. "
-                    f"No audio is lost (it waits up to {self.max_backlog_s:g} s), but "
-                    "to keep up caption fewer sources, close busy programs, or choose a faster model "
-                    "(the remote backend, or Audio8 on a GPU).",
-                    "warning",
-                    "too_slow",
-                )
-            )
+        notice = self._too_slow.check(self.backlog_s(), getattr(self.backend, "budget", None), self.clock(),
+                                      self.backend.name)
+        if notice is not None:
+            self._emit(notice)
 
     def _emit_all(self, events: list[Event]) -> None:
         shifts = {lane.session.source: lane.shift for lane in self._lanes if lane.shift}
@@ -561,16 +468,16 @@ class LiveCaptioner:
                 log.exception("on_event raised for %r", event)
 
     # -- helpers -------------------------------------------------------------------------------------------
-    def _backlog(self, lane: _Lane) -> float:
+    def _backlog(self, lane: Lane) -> float:
         rate = lane.session.sample_rate
         return lane.source.stats().queued_s + (lane.pending_samples + lane.session.pending_samples) / rate
 
     @staticmethod
-    def _source_time(lane: _Lane) -> float:
+    def _source_time(lane: Lane) -> float:
         st = lane.source.stats()
         return st.samples_out / lane.source.target_rate + st.gap_s
 
-    def _sleep_s(self, lanes: list[_Lane]) -> float:
+    def _sleep_s(self, lanes: list[Lane]) -> float:
         waits = [self.poll_s]
         for lane in lanes:
             due = getattr(lane.source, "seconds_until_due", None)
@@ -595,15 +502,6 @@ def _backend_hook(backend: object, name: str) -> Callable[[], None]:
         if callable(hook):
             return hook
     return lambda: None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Gap:
-    """Pending-queue marker: ``seconds`` of real time without audio and the notice that tells it
-    (see :meth:`LiveCaptioner._gap`)."""
-
-    seconds: float
-    notice: Notice
 
 
 def _clock(t: float) -> str:
