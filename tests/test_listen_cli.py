@@ -179,7 +179,10 @@ if {during_write!r}:  # a second signal arrives while the transcript is being wr
 parser = argparse.ArgumentParser()
 listen.add_parser(parser.add_subparsers(dest="command"))
 args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}])
-sys.exit(listen.run(args))
+rc = listen.run(args)
+import time
+print("returned", time.monotonic(), file=sys.stderr, flush=True)  # the stop is over, the file written
+sys.exit(rc)
 """
 
 
@@ -257,6 +260,14 @@ def test_stop_requests_keep_an_inherited_ignore():
         signal.signal(signal.SIGHUP, before)
 
 
+def stop_s(stderr: str, t0: float) -> float:
+    """Seconds from ``t0`` (the parent's ``time.monotonic()`` when it sent the signal; the clock is
+    system-wide) to the child's "returned T" line: the stop itself, without the interpreter's exit,
+    which a machine with a load average over 10 can stretch by a second or more."""
+    (line,) = [ln for ln in stderr.splitlines() if ln.startswith("returned ")]
+    return float(line.split()[1]) - t0
+
+
 def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
     """Ctrl-C while the model is stuck in a call: the process exits at the stop deadline with what
     was decoded written (without the bound it waited for the model forever)."""
@@ -286,7 +297,8 @@ def test_ctrl_c_returns_within_2_s_when_the_model_hangs(tmp_path):
         printed += proc.stdout.read()
     err = errors.read_text(encoding="utf-8")
     assert proc.returncode == 0, err
-    assert took < listen.DRAIN_S + listen.FLUSH_S + 1.0, (took, err)  # 2 s, plus the interpreter's exit
+    assert stop_s(err, t0) < listen.DRAIN_S + listen.FLUSH_S + 0.5, err  # the stop bound (2 s), file written
+    assert took < listen.DRAIN_S + listen.FLUSH_S + 3.0, (took, err)  # and the interpreter's exit after it
     assert "the model did not finish in time" in err and "transcript written to" in err
     (line,) = out.read_text(encoding="utf-8").splitlines()
     assert line.split()[1:] == ["w1", "w2"] == printed.split()[1::2]  # what was printed is what is written

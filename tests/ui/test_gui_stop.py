@@ -161,7 +161,10 @@ if {mode!r} == "quit":  # the Quit action once the model hangs; SIGTERM otherwis
         0, QApplication.instance(), lambda: next(w for w in QApplication.topLevelWidgets()
                                             if isinstance(w, MainWindow)).quit_action.trigger())),
         daemon=True).start())
-sys.exit(gui_app.run_gui(["captioner"], settings=settings, autostart=True))
+rc = gui_app.run_gui(["captioner"], settings=settings, autostart=True)
+import time
+print("returned", time.monotonic(), file=sys.stderr, flush=True)  # the stop is over, the journal written
+sys.exit(rc)
 """
 
 
@@ -200,6 +203,8 @@ def test_quit_with_a_hung_model_exits_the_app_within_2_s(tmp_path, how):
             proc.wait()
     err = errors.read_text(encoding="utf-8")
     assert proc.returncode == 0, err
-    assert took < DRAIN_S + FLUSH_S + 1.0, (took, err)  # 2 s, plus the interpreter's exit
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("returned ")]  # monotonic: system-wide
+    assert float(line.split()[1]) - t0 < DRAIN_S + FLUSH_S + 0.5, err  # the stop bound (2 s), journal written
+    assert took < DRAIN_S + FLUSH_S + 3.0, (took, err)  # and the interpreter's exit after it (slow at load > 10)
     journals = [p for p in data.rglob("*") if p.is_file() and "w2" in p.read_text(encoding="utf-8", errors="replace")]
     assert journals, sorted(str(p) for p in data.rglob("*"))
