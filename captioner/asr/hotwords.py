@@ -43,6 +43,7 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.hotword_list import DEFAULT_BOOST, check_boost
+from captioner.asr.hotword_respell import Respeller
 from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
 
 #: Words decoded after a hotword completed before it gets a bonus to start again.
@@ -120,6 +121,7 @@ class HotwordTree:
                 self.starts_word[i] = text.startswith(SPACE_MARK) or not text[0].isalnum()
         self.opens[START] = True
         self.starts_word[END] = True
+        self.respeller = Respeller(self.words, tokenizer)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -180,6 +182,14 @@ class Biasing:
             logits, cache = snap.logits, snap.cache
             if self.redone > self.max_tokens:  # bounded: past this, plain greedy decoding
                 self.tree = None
+
+    def respelled(self, start: int, end: int, first: int) -> None:
+        """The tokens from ``start`` on became a hotword's spelling ending at ``end``, first
+        token ``first`` (:mod:`captioner.asr.hotword_respell`): any open match is dropped and
+        the hotword counts as completed there (no re-entry, no chain)."""
+        self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
+        self.bans = {p: s for p, s in self.bans.items() if p <= start}
+        self.completed = [c for c in self.completed if c[0] <= start] + [(end, first)]
 
     def finish(self, tokens: list[int]) -> list[int]:
         """``tokens`` less a steered match still open when the token budget ran out."""

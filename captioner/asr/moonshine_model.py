@@ -33,6 +33,7 @@ import numpy as np
 
 from captioner.asr.base import BackendError
 from captioner.asr.hotword_list import check_hotwords
+from captioner.asr.hotword_respell import Respelling
 from captioner.asr.hotwords import HotwordTree
 from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
 from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
@@ -164,20 +165,39 @@ class MoonshineModel:
             ids = np.array([[START]], np.int64)
             flag = np.array([False])
             biasing = bias.start(max_tokens) if bias is not None and len(bias) else None
+            respell = Respelling(bias, self._force_from(hidden)) if biasing is not None else None
             tokens: list[int] = []
+            states: list[list | None] = []  # per position: the decoder outputs whose logits chose its token
+            pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
             while len(tokens) < max_tokens:
-                for name in self._outputs:  # fresh outputs each step (their shapes change)
-                    binding.bind_output(name, "cpu")
-                binding.bind_cpu_input("input_ids", ids)
-                binding.bind_cpu_input("use_cache_branch", flag)
-                self.decoder.run_with_iobinding(binding)
-                outs = binding.get_outputs()
+                if pending is None:
+                    for name in self._outputs:  # fresh outputs each step (their shapes change)
+                        binding.bind_output(name, "cpu")
+                    binding.bind_cpu_input("input_ids", ids)
+                    binding.bind_cpu_input("use_cache_branch", flag)
+                    self.decoder.run_with_iobinding(binding)
+                    outs = binding.get_outputs()
+                else:
+                    outs, pending = pending, None
                 logits = outs[0].numpy()[0, -1]
                 if biasing is None:
                     token, chosen = int(np.argmax(logits)), logits
                 else:  # may shorten tokens and hand back an earlier step's outputs
                     token, outs = biasing.choose(tokens, logits, outs)
                     chosen = biasing.logits
+                    del states[len(tokens):]
+                    states.append(outs)
+                    swap = respell.check(tokens, states, token)
+                    if swap is not None:  # a word respelled as a hotword: go on after it
+                        cand, forced_lp, pending = swap
+                        del tokens[cand.start:], states[cand.start:]
+                        tokens += cand.ids
+                        states += [None] * len(cand.ids)
+                        biasing.respelled(cand.start, len(tokens), cand.ids[0])
+                        if logprobs is not None:
+                            del logprobs[cand.start:]
+                            logprobs += forced_lp
+                        continue
                 if logprobs is not None:
                     del logprobs[len(tokens):]
                     logprobs.append(log_softmax_at(chosen, token))
@@ -192,6 +212,27 @@ class MoonshineModel:
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def _force_from(self, hidden: np.ndarray):
+        """``force(state, cross, ys) -> outputs``: the decoder run on the tokens ``ys`` at once
+        (teacher forcing) after the prefix of ``state`` (the outputs of the step that scores
+        ``ys[0]``), with ``cross`` (step 0's outputs: the cross-attention cache); the outputs'
+        logits are ``[1, len(ys), V]`` (the last scores the token after ``ys``)."""
+
+        def force(state: list, cross: list, ys) -> list:
+            binding = self.decoder.io_binding()
+            binding.bind_cpu_input("encoder_hidden_states", hidden)
+            for name, value, first in zip(self._outputs[1:], state[1:], cross[1:]):
+                past = name.replace("present", "past_key_values")
+                binding.bind_ortvalue_input(past, value if ".decoder." in name else first)
+            binding.bind_cpu_input("input_ids", np.array([list(ys)], np.int64))
+            binding.bind_cpu_input("use_cache_branch", np.array([True]))
+            for name in self._outputs:
+                binding.bind_output(name, "cpu")
+            self.decoder.run_with_iobinding(binding)
+            return binding.get_outputs()
+
+        return force
 
     def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None) -> tuple[str, float]:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,

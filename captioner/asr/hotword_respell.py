@@ -1,0 +1,194 @@
+"""Second pass of hotword biasing: respell a decoded word that sounds like a hotword, if the model agrees.
+
+Shallow fusion (:mod:`captioner.asr.hotwords`) only helps where a hotword's tokens are
+within the bonus of what the model would write, token by token. A name the model hears
+but spells its own way ("Kwantaloup" for Quantaloop, "Meltrona" for Veltrona,
+"Wrightline" for Brightlyne) has a first token far below the model's own: no bonus of a
+sensible size steers it, and a larger one writes hotwords into ordinary speech.
+
+After a clip is decoded, :meth:`Respeller.candidates` looks for spans of one to
+:data:`MAX_SPAN_WORDS` decoded words whose spelling is close to a hotword's
+(:func:`sound_key`: lower case, letters and digits only, a few English spelling
+equivalences folded, then rapidfuzz's Indel similarity >= :data:`MIN_SIMILARITY`).
+Each candidate is then *checked by the model* (teacher forcing, see
+``MoonshineModel.decode``): the decoder scores the hotword's tokens in place of the span,
+followed by the tokens the model wrote after the span (the next :data:`CONTEXT_TOKENS`),
+against what it wrote. The swap is made only when the hotword version's log-probability
+is at most :data:`MARGIN` nats below the decoded one: a model-checked correction, not a
+string replacement. A word that is already a hotword is never respelled, and a clip with
+no close span costs nothing but the string comparison.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from rapidfuzz import process
+from rapidfuzz.distance import Indel
+
+from captioner.asr.moonshine_tokenizer import SPACE_MARK, Tokenizer
+
+#: Longest span of decoded words compared with a hotword ("Kwanta Loop" for Quantaloop).
+MAX_SPAN_WORDS = 2
+#: Least Indel similarity (0-1) of the span's and the hotword's :func:`sound_key`.
+MIN_SIMILARITY = 0.8
+#: Decoded tokens after the span scored with it (the hotword must fit what follows).
+CONTEXT_TOKENS = 2
+#: Most nats the hotword version may lose against the decoded words (measured: see README).
+MARGIN = 14.0
+#: Candidates checked per clip (each costs one decoder call), the most similar first.
+MAX_CHECKS = 4
+
+_FOLDS = (("ph", "f"), ("qu", "kw"), ("ck", "k"), ("c", "k"), ("x", "ks"), ("z", "s"), ("y", "i"),
+          ("w", "v"), ("gh", "g"))
+
+
+def sound_key(text: str) -> str:
+    """A rough spelling-independent key of ``text``: ``"Kwanta-Loop"`` and ``"Quantaloop"``
+    both give ``"kvantalop"`` (lower case, letters/digits only, English spelling
+    equivalences such as ph/f, qu/kw, c/k, y/i folded, doubled letters collapsed)."""
+    key = re.sub(r"[^0-9a-z]", "", text.lower())
+    for a, b in _FOLDS:
+        key = key.replace(a, b)
+    return re.sub(r"(.)\1+", r"\1", key)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A decoded span ``tokens[start:end]`` that sounds like hotword ``word`` (spelled ``ids``)."""
+
+    start: int
+    end: int
+    word: str
+    ids: tuple[int, ...]
+    similarity: float
+
+
+class Respeller:
+    """The hotwords' keys and spellings, to find decoded spans that sound like one.
+
+    Args:
+        words: the checked hotwords.
+        tokenizer: the model's tokenizer.
+    """
+
+    def __init__(self, words: Sequence[str], tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.words = tuple(words)
+        self.keys = [sound_key(w) for w in self.words]
+        self.exact = {w.lower() for w in self.words}
+        self.spaced = [tuple(tokenizer.encode(SPACE_MARK + w)) for w in self.words]
+        self.bare = [tuple(tokenizer.encode(w)) for w in self.words]
+
+    def _words(self, tokens: Sequence[int]) -> list[tuple[int, int, str]]:
+        """Decoded words as ``(start, end, text)`` token ranges; trailing punctuation left out."""
+        pieces = [self.tokenizer.pieces[t].decode("utf-8", "replace") for t in tokens]
+        out: list[tuple[int, int, str]] = []
+        start = 0
+        for i in range(1, len(tokens) + 1):
+            if i == len(tokens) or pieces[i].startswith(SPACE_MARK):
+                end = i
+                while end > start and not any(ch.isalnum() for ch in pieces[end - 1]):
+                    end -= 1
+                if end > start:
+                    out.append((start, end, "".join(pieces[start:end]).replace(SPACE_MARK, " ").strip()))
+                start = i
+        return out
+
+    def candidates(self, tokens: Sequence[int]) -> list[Candidate]:
+        """Spans of the last one to :data:`MAX_SPAN_WORDS` completed words of ``tokens`` (the
+        decoded text so far, about to go on with a new word) that sound like a hotword, the
+        most similar first (at most one per span)."""
+        if not self.words:
+            return []
+        words = self._words(tokens)[-MAX_SPAN_WORDS:]
+        found: list[Candidate] = []
+        for n in range(1, len(words) + 1):
+            span = words[-n:]
+            if any(_plain(w[2]) in self.exact for w in span):
+                break  # a hotword (or its possessive) is never respelled, nor a span holding one
+            key = sound_key("".join(w[2] for w in span))
+            if len(key) < 3:
+                continue
+            start, end = span[0][0], span[-1][1]
+            spaced = self.tokenizer.pieces[tokens[start]].startswith(SPACE_MARK.encode())
+            for _, sim, k in process.extract(key, self.keys, scorer=Indel.normalized_similarity,
+                                             score_cutoff=MIN_SIMILARITY, limit=3):
+                ids = self.spaced[k] if spaced else self.bare[k]
+                if ids and tuple(tokens[start:end]) != ids:
+                    found.append(Candidate(start, end, self.words[k], ids, float(sim)))
+                    break
+        return sorted(found, key=lambda c: -c.similarity)
+
+
+def _plain(word: str) -> str:
+    """``word`` lower-cased without a possessive ``'s`` (``"Terraform's"`` -> ``"terraform"``)."""
+    word = word.lower()
+    return word[:-2] if word.endswith(("'s", "\u2019s")) else word
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    x = np.asarray(logits, dtype=np.float64)
+    top = x.max()
+    return x - top - np.log(np.exp(x - top).sum())
+
+
+class Respelling:
+    """One clip's second pass, run as the words complete (one decoding; not thread-safe).
+
+    Use: after each greedy choice ``token`` (before it is appended), ``check(tokens,
+    states, token)``; ``states[p]`` are the decoder outputs whose logits chose
+    ``tokens[p]`` (``states[len(tokens)]``: this step's; ``None`` where unknown), step 0's
+    first. Returns ``None``, or ``(candidate, log_probs, outputs)`` when the span
+    ``tokens[candidate.start:candidate.end]`` should become the hotword: ``log_probs`` of
+    its tokens (no bonus), and the teacher-forced decoder ``outputs`` to go on from (their
+    last logits choose the token after the hotword; the tokens after the span are dropped
+    and decoded again).
+
+    The check, when the model starts a new word (or ends), on the spans of the last
+    :data:`MAX_SPAN_WORDS` words that sound like a hotword (:meth:`Respeller.candidates`):
+    the model's log-probability of the hotword's tokens plus its best next token, against
+    the span's plus the best next token there (what it wrote); the hotword is taken when it
+    is at most :data:`MARGIN` nats below. At most :data:`MAX_CHECKS` decoder calls per clip.
+
+    Args:
+        tree: the hotwords (:class:`captioner.asr.hotwords.HotwordTree`); boost 0 turns this off.
+        force: ``force(state, cross, ids) -> outputs``: the decoder on ``ids`` at once after
+            ``state``'s prefix (``MoonshineModel.decode``).
+    """
+
+    def __init__(self, tree, force: Callable) -> None:
+        self.respeller: Respeller = tree.respeller
+        self.starts_word = tree.starts_word
+        self.on = tree.boost > 0 and len(tree.words) > 0
+        self.force = force
+        self.checks = 0
+        self.cross = None
+
+    def check(self, tokens: list[int], states: list, token: int):
+        """See the class; ``None`` when nothing is respelled."""
+        if self.cross is None:
+            self.cross = states[0]
+        if not self.on or not tokens or self.checks >= MAX_CHECKS or not self.starts_word[token]:
+            return None
+        for cand in self.respeller.candidates(tokens):
+            if any(s is None for s in states[cand.start:cand.end + 1]):
+                continue
+            old = sum(float(_log_softmax(states[p][0].numpy()[0, -1])[tokens[p]])
+                      for p in range(cand.start, cand.end)) + float(_log_softmax(states[cand.end][0].numpy()[0, -1]).max())
+            self.checks += 1
+            outs = self.force(states[cand.start], self.cross, cand.ids)
+            forced = outs[0].numpy()[0]
+            lps = [float(_log_softmax(states[cand.start][0].numpy()[0, -1])[cand.ids[0]])]
+            lps += [float(_log_softmax(forced[j])[t]) for j, t in enumerate(cand.ids[1:])]
+            new = sum(lps) + float(_log_softmax(forced[-1]).max())
+            self.last = (cand, new - old)
+            if new >= old - MARGIN:
+                return cand, lps, outs
+            if self.checks >= MAX_CHECKS:
+                break
+        return None
