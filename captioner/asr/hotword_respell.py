@@ -30,16 +30,18 @@ import numpy as np
 from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
+from captioner.asr.hotword_list import DEFAULT_BOOST
 from captioner.asr.moonshine_tokenizer import SPACE_MARK, Tokenizer
 
 #: Longest span of decoded words compared with a hotword ("Kwanta Loop" for Quantaloop).
 MAX_SPAN_WORDS = 2
 #: Least Indel similarity (0-1) of the span's and the hotword's :func:`sound_key`.
-MIN_SIMILARITY = 0.8
+MIN_SIMILARITY = 0.65
 #: Decoded tokens after the span scored with it (the hotword must fit what follows).
 CONTEXT_TOKENS = 2
-#: Most nats the hotword version may lose against the decoded words (measured: see README).
-MARGIN = 14.0
+#: Most nats per hotword token the hotword version may lose against the decoded words, at
+#: the default boost (scaled by ``min(boost, DEFAULT_BOOST) / DEFAULT_BOOST``).
+MARGIN_PER_TOKEN = 5.0
 #: Candidates checked per clip (each costs one decoder call), the most similar first.
 MAX_CHECKS = 4
 
@@ -166,7 +168,9 @@ class Respelling:
         self.starts_word = tree.starts_word
         self.on = tree.boost > 0 and len(tree.words) > 0
         self.force = force
+        self.per_token = MARGIN_PER_TOKEN * min(tree.boost, DEFAULT_BOOST) / DEFAULT_BOOST
         self.checks = 0
+        self.seen: set[tuple[int, int, str]] = set()
         self.cross = None
 
     def check(self, tokens: list[int], states: list, token: int):
@@ -176,18 +180,23 @@ class Respelling:
         if not self.on or not tokens or self.checks >= MAX_CHECKS or not self.starts_word[token]:
             return None
         for cand in self.respeller.candidates(tokens):
-            if any(s is None for s in states[cand.start:cand.end + 1]):
+            key = (cand.start, cand.end, cand.word)
+            if key in self.seen or any(s is None for s in states[cand.start:cand.end + 1]):
                 continue
+            self.seen.add(key)
             old = sum(float(_log_softmax(states[p][0].numpy()[0, -1])[tokens[p]])
                       for p in range(cand.start, cand.end)) + float(_log_softmax(states[cand.end][0].numpy()[0, -1]).max())
+            margin = self.per_token * len(cand.ids)
+            first = float(_log_softmax(states[cand.start][0].numpy()[0, -1])[cand.ids[0]])
+            if first < old - margin:  # the hotword's score is at most its first token's: no call needed
+                continue
             self.checks += 1
             outs = self.force(states[cand.start], self.cross, cand.ids)
             forced = outs[0].numpy()[0]
-            lps = [float(_log_softmax(states[cand.start][0].numpy()[0, -1])[cand.ids[0]])]
-            lps += [float(_log_softmax(forced[j])[t]) for j, t in enumerate(cand.ids[1:])]
+            lps = [first] + [float(_log_softmax(forced[j])[t]) for j, t in enumerate(cand.ids[1:])]
             new = sum(lps) + float(_log_softmax(forced[-1]).max())
             self.last = (cand, new - old)
-            if new >= old - MARGIN:
+            if new >= old - margin:
                 return cand, lps, outs
             if self.checks >= MAX_CHECKS:
                 break
