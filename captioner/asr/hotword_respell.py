@@ -37,6 +37,8 @@ from captioner.asr.moonshine_tokenizer import SPACE_MARK, Tokenizer
 MAX_SPAN_WORDS = 2
 #: Least Indel similarity (0-1) of the span's and the hotword's :func:`sound_key`.
 MIN_SIMILARITY = 0.65
+#: Shortest span compared (letters of its :func:`sound_key`): a short word is close to too many.
+MIN_KEY = 5
 #: Decoded tokens after the span scored with it (the hotword must fit what follows).
 CONTEXT_TOKENS = 2
 #: Most nats per hotword token the hotword version may lose against the decoded words, at
@@ -114,7 +116,7 @@ class Respeller:
             if any(_plain(w[2]) in self.exact for w in span):
                 break  # a hotword (or its possessive) is never respelled, nor a span holding one
             key = sound_key("".join(w[2] for w in span))
-            if len(key) < 3:
+            if len(key) < MIN_KEY:
                 continue
             start, end = span[0][0], span[-1][1]
             spaced = self.tokenizer.pieces[tokens[start]].startswith(SPACE_MARK.encode())
@@ -171,6 +173,7 @@ class Respelling:
         self.per_token = MARGIN_PER_TOKEN * min(tree.boost, DEFAULT_BOOST) / DEFAULT_BOOST
         self.checks = 0
         self.seen: set[tuple[int, int, str]] = set()
+        self.forced: dict[tuple[int, tuple[int, ...]], tuple | None] = {}
         self.cross = None
 
     def check(self, tokens: list[int], states: list, token: int):
@@ -187,17 +190,17 @@ class Respelling:
             old = sum(float(_log_softmax(states[p][0].numpy()[0, -1])[tokens[p]])
                       for p in range(cand.start, cand.end)) + float(_log_softmax(states[cand.end][0].numpy()[0, -1]).max())
             margin = self.per_token * len(cand.ids)
-            first = float(_log_softmax(states[cand.start][0].numpy()[0, -1])[cand.ids[0]])
-            if first < old - margin:  # the hotword's score is at most its first token's: no call needed
-                continue
-            self.checks += 1
-            outs = self.force(states[cand.start], self.cross, cand.ids)
-            forced = outs[0].numpy()[0]
-            lps = [first] + [float(_log_softmax(forced[j])[t]) for j, t in enumerate(cand.ids[1:])]
-            new = sum(lps) + float(_log_softmax(forced[-1]).max())
-            self.last = (cand, new - old)
-            if new >= old - margin:
-                return cand, lps, outs
+            floor = old - margin
+            memo = self.forced.get((cand.start, cand.ids))
+            if memo is None or (memo[0] is None and floor < memo[2]):  # not tried, or tried against a higher floor
+                self.checks += 1
+                done = self.force(states[cand.start], self.cross, cand.ids, floor)
+                memo = (None, None, floor) if done is None else (
+                    done[0], done[1], sum(done[0]) + float(_log_softmax(done[1][0].numpy()[0, -1]).max()))
+                self.forced[(cand.start, cand.ids)] = memo
+            self.last = (cand, memo[2] - old if memo[0] is not None else None)
+            if memo[0] is not None and memo[2] >= floor:
+                return cand, memo[0], memo[1]
             if self.checks >= MAX_CHECKS:
                 break
         return None

@@ -64,6 +64,10 @@ KEEP_FACTOR = 2.5
 #: (boost 6): 1 try 53 % recall and 1.13x decoder steps with 500 unrelated words on
 #: ordinary speech, 2: 59 % and 1.23x, 3: 62 % and 1.27x, unlimited: 64 % and 1.37x.
 MAX_TRIES = 3
+#: Decoder steps a clip may spend again after give-backs, as a share of its token budget.
+REDO_SHARE = 1.0
+#: Share of the boost a hotword's first token gets.
+FIRST_SHARE = 1.0
 
 
 class HotwordTree:
@@ -180,7 +184,7 @@ class Biasing:
             self.completed = [c for c in self.completed if c[0] <= snap.pos]
             self.node, self.cost, self.snapshot, self.path = snap.node, 0.0, None, []
             logits, cache = snap.logits, snap.cache
-            if self.redone > self.max_tokens:  # bounded: past this, plain greedy decoding
+            if self.redone > REDO_SHARE * self.max_tokens:  # bounded: past this, plain greedy decoding
                 self.tree = None
 
     def respelled(self, start: int, end: int, first: int) -> None:
@@ -238,7 +242,10 @@ class Biasing:
             if token not in skip:
                 break
             scores[i] = -np.inf
-        if token != best and scores[i] + self.tree.boost > logits[best]:
+        boost = self.tree.boost
+        if not self.node or token not in self.tree.children[self.node]:
+            boost *= FIRST_SHARE  # a match starts: a smaller bonus (each start abandoned costs a step)
+        if token != best and scores[i] + boost > logits[best]:
             return token, float(logits[best] - scores[i])
         return best, 0.0
 
