@@ -20,7 +20,10 @@ place (``IOBinding`` with ORT-owned ``OrtValue`` s), so no cache array is copied
 numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end token or
 after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). With a
 hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
-tokens, and a steered match that is abandoned resumes from the step's kept outputs.
+tokens, and a steered match that is abandoned resumes from the step's kept outputs; as each
+word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
+from the kept outputs of the step where the word began, agrees
+(:mod:`captioner.asr.hotword_respell`), and decoding goes on after the hotword.
 """
 
 from __future__ import annotations
