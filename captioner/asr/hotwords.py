@@ -195,6 +195,12 @@ class Biasing:
             if self.redone > REDO_SHARE * self.max_tokens:  # bounded: past this, plain greedy decoding
                 self.tree = None
 
+    def started(self, pos: int) -> bool:
+        """Whether the token just chosen at ``pos`` began a match the bonus steered (the
+        match is given back unless the hotword's next tokens follow)."""
+        snap = self.snapshot
+        return self.tree is not None and snap is not None and snap.pos == pos and self.cost > 0
+
     def respelled(self, start: int, end: int, first: int) -> None:
         """The tokens from ``start`` on became a hotword's spelling ending at ``end``, first
         token ``first`` (:mod:`captioner.asr.hotword_respell`): any open match is dropped and
