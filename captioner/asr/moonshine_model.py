@@ -45,7 +45,7 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
 #: With a hotword list, run a steered hotword start and the plain token in one batch of 2
-#: (:meth:`MoonshineModel._two`); needs the decoder's weights prepacked (+~55 MB).
+#: (:meth:`MoonshineModel._two`); needs the decoder's weights prepacked (+57 MB resident).
 SPECULATE = True
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
@@ -57,8 +57,11 @@ def session_options(prepack: bool = False):
     """ONNX Runtime options of both graphs: one intra-op thread, no inter-op pool.
 
     One thread: the pool bought nothing on 2 cores and spun the second one; the finals
-    and the partials each run on their own thread instead. Prepacking off: it keeps a
-    second, packed copy of every MatMul weight (~55 MB; measured step time within noise).
+    and the partials each run on their own thread instead. Prepacking off unless ``prepack``:
+    it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the decoder:
+    resident memory 343 -> 400 MB, 463 MB at the peak while loading; a single step ~9 %
+    faster, and a step on 2 tokens ~1.2 steps instead of ~2.3, which the hotwords' batch of
+    2 needs: :data:`SPECULATE`).
     Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
     never drops one, and here every line has its own length (encoder) and every decoder step its
     own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
