@@ -216,7 +216,7 @@ def timing_child(n_words: int, repeats: int) -> dict:
                 spent[1] += 1
 
         Biasing.choose = timed
-    per_run, per_token = [], []
+    per_run, per_token, clip_runs = [], [], []
     total_runs = total_tokens = 0
     with tempfile.TemporaryDirectory() as tmp:
         clips = [clip(s, VOICES[i % len(VOICES)], Path(tmp)) for i, s in enumerate(ORDINARY + SENTENCES[:5])]
@@ -233,6 +233,7 @@ def timing_child(n_words: int, repeats: int) -> dict:
         per_run.append(1000 * best / max(1, runs[0]))
         per_token.append(1000 * best / max(1, len(tokens) + 1))
         total_runs += runs[0]
+        clip_runs.append(runs[0])
         total_tokens += len(tokens) + 1
     z = np.random.default_rng(0).standard_normal(32768).astype(np.float32)
     t0 = time.perf_counter()
@@ -240,19 +241,38 @@ def timing_child(n_words: int, repeats: int) -> dict:
         int(np.argmax(z))
     argmax_us = (time.perf_counter() - t0) * 1000
     return dict(ms_per_run=float(np.median(per_run)), ms_per_token=float(np.median(per_token)),
-                decoder_runs=total_runs, tokens=total_tokens, argmax_us=argmax_us,
+                decoder_runs=total_runs, tokens=total_tokens, argmax_us=argmax_us, clip_runs=clip_runs,
                 choose_us=1e6 * spent[0] / spent[1] if spent[1] else 0.0)
+
+
+def _export(before_rev: str, folder: Path) -> Path:
+    """``before_rev``'s tree under ``folder/before``, with this script as ``bench/hotwords_child.py``."""
+    before = folder / "before"
+    before.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", before_rev], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
+    (before / "bench").mkdir(exist_ok=True)
+    (before / "bench" / "hotwords_child.py").write_text(Path(__file__).read_text())
+    return before
+
+
+def before_quality(before_rev: str, boost: float) -> dict:
+    """The set decoded by ``before_rev``'s code (a child process) at ``boost``: the "before" column."""
+    with tempfile.TemporaryDirectory() as tmp:
+        before = _export(before_rev, Path(tmp))
+        env = dict(os.environ, PYTHONPATH=str(before), OMP_NUM_THREADS="1")
+        res = subprocess.run([sys.executable, str(before / "bench" / "hotwords_child.py"), "--quality-only",
+                              "--boosts", f"{boost:g}"], env=env, check=True, capture_output=True, text=True,
+                             cwd=before)
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    return dict(rev=subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", before_rev], check=True,
+                                   capture_output=True, text=True).stdout.strip(), **out)
 
 
 def timing(before_rev: str, rounds: int, repeats: int) -> dict:
     """Alternate child processes: ``before_rev`` with no list, this tree with 0 and 500 hotwords."""
     with tempfile.TemporaryDirectory() as tmp:
-        before = Path(tmp) / "before"
-        before.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", before_rev], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive.stdout, check=True)
-        (before / "bench").mkdir(exist_ok=True)
-        (before / "bench" / "hotwords_child.py").write_text(Path(__file__).read_text())
+        before = _export(before_rev, Path(tmp))
         kinds = {"before (0 words)": (before, 0), "after, 0 words": (ROOT, 0), "after, 500 words": (ROOT, 500)}
         samples: dict[str, list[dict]] = {k: [] for k in kinds}
         for _ in range(rounds):
@@ -266,9 +286,13 @@ def timing(before_rev: str, rounds: int, repeats: int) -> dict:
                    ms_per_token=round(float(np.median([s["ms_per_token"] for s in v])), 3),
                    decoder_runs=v[0].get("decoder_runs"), tokens=v[0].get("tokens"),
                    choice_us=round(float(np.median([s.get("choose_us") or s.get("argmax_us", 0) for s in v])), 1),
-                   rounds=[{kk: round(vv, 3) for kk, vv in s.items()} for s in v]) for k, v in samples.items()}
+                   ordinary_runs=sum(v[0].get("clip_runs", [0] * 5)[:5]),
+                   rounds=[{kk: round(vv, 3) for kk, vv in s.items() if kk != "clip_runs"} for s in v])
+           for k, v in samples.items()}
     out["extra_decoder_runs_500"] = round(out["after, 500 words"]["decoder_runs"]
                                           / out["after, 0 words"]["decoder_runs"], 3)
+    out["extra_decoder_runs_500_ordinary_only"] = round(out["after, 500 words"]["ordinary_runs"]
+                                                        / max(1, out["after, 0 words"]["ordinary_runs"]), 3)
     base = out["before (0 words)"]["ms_per_run"]
     out["ratio_500_vs_before_per_run"] = round(out["after, 500 words"]["ms_per_run"] / base, 3)
     out["ratio_500_vs_before_per_token"] = round(out["after, 500 words"]["ms_per_token"]
@@ -283,14 +307,22 @@ def main() -> None:
     p.add_argument("--time-runs", type=int, default=3, help="alternating timing rounds (default 3)")
     p.add_argument("--repeats", type=int, default=3, help="decodes of each clip per timing round (best kept)")
     p.add_argument("--skip-quality", action="store_true")
+    p.add_argument("--before-boost", type=float, default=6.0,
+                   help="also decode the set with --before-rev's code at this boost (0: skip)")
+    p.add_argument("--quality-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help="write OUT.json")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child is not None:
         print(json.dumps(timing_child(args.child, args.repeats)))
         return
+    if args.quality_only:
+        print(json.dumps(quality([float(b) for b in args.boosts.split(",")])))
+        return
     result: dict = dict(load_before=os.getloadavg(), voices=VOICES, sentences=len(SENTENCES), rare_words=len(RARE))
     if not args.skip_quality:
+        if args.before_boost:
+            result["quality_before"] = before_quality(args.before_rev, args.before_boost)
         result["quality"] = quality([float(b) for b in args.boosts.split(",")])
     if args.time_runs:
         result["step_time"] = timing(args.before_rev, args.time_runs, args.repeats)

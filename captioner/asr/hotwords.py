@@ -24,10 +24,15 @@ contextual-biasing literature), adapted to greedy decoding:
 * No loop: a hotword just completed gets no bonus to start again until
   :data:`REENTRY_WORDS` other words were decoded, no hotword gets a bonus to start right
   after another one (no chains of names), and the re-decoding a clip may do is capped at
-  its token budget (then biasing is off for the rest of the clip).
+  :data:`REDO_SHARE` of its token budget (then biasing is off for the rest of the clip).
 * A steered hotword is kept only if the model alone gives its tokens a total
   log-probability of at least ``-KEEP_FACTOR * min(boost, DEFAULT_BOOST)`` (:data:`KEEP_FACTOR`); the
   log-softmax is computed for the match's few steps only, when it completes.
+
+A second pass (:mod:`captioner.asr.hotword_respell`, run by ``MoonshineModel.decode`` as
+each word completes) respells a decoded word that sounds like a hotword when the model,
+teacher-forced, agrees: the names the bonus cannot steer because their first token is far
+below the model's own ("Wrightline" for Brightlyne).
 
 Not done: per-word boosts; case variants not written by the user ("kubectl" does not
 bias "Kubectl"); segmentations other than the tokenizer's own (a word the model spells
@@ -43,6 +48,7 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.hotword_list import DEFAULT_BOOST, check_boost
+from captioner.asr.hotword_respell import Respeller
 from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
 
 #: Words decoded after a hotword completed before it gets a bonus to start again.
@@ -60,9 +66,16 @@ REENTRY_WORDS = 8
 KEEP_FACTOR = 2.5
 #: Hotwords tried (steered, then given back) at one place of a clip before the plain
 #: choice stands there. Each try costs a decoder step; measured on ``bench/hotwords.py``
-#: (boost 6): 1 try 53 % recall and 1.13x decoder steps with 500 unrelated words on
-#: ordinary speech, 2: 59 % and 1.23x, 3: 62 % and 1.27x, unlimited: 64 % and 1.37x.
-MAX_TRIES = 3
+#: (boost 6, before the second pass): 1 try 53 % recall and 1.13x decoder steps with 500
+#: unrelated words on ordinary speech, 2: 59 % and 1.23x, 3: 62 % and 1.27x, unlimited: 64 %
+#: and 1.37x. With the second pass (:mod:`captioner.asr.hotword_respell`, 2026-12-02): 1 try
+#: 73.0 %, 2 and 3 tries both 81.1 % (2: 219 decoder runs against 159 without a list, 3: 232).
+MAX_TRIES = 2
+#: Decoder steps a clip may spend again after give-backs, as a share of its token budget
+#: (then plain greedy decoding for the rest of the clip: bounded cost, no loop). Measured with
+#: 2 tries and the second pass (2026-12-02): 0.1: 77.0 % recall, 1.24x decoder runs with 500
+#: unrelated words; 0.2: 81.1 %, 1.29x; 1.0: 81.1 %, 1.38x.
+REDO_SHARE = 0.2
 
 
 class HotwordTree:
@@ -120,6 +133,7 @@ class HotwordTree:
                 self.starts_word[i] = text.startswith(SPACE_MARK) or not text[0].isalnum()
         self.opens[START] = True
         self.starts_word[END] = True
+        self.respeller = Respeller(self.words, tokenizer)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -178,8 +192,22 @@ class Biasing:
             self.completed = [c for c in self.completed if c[0] <= snap.pos]
             self.node, self.cost, self.snapshot, self.path = snap.node, 0.0, None, []
             logits, cache = snap.logits, snap.cache
-            if self.redone > self.max_tokens:  # bounded: past this, plain greedy decoding
+            if self.redone > REDO_SHARE * self.max_tokens:  # bounded: past this, plain greedy decoding
                 self.tree = None
+
+    def started(self, pos: int) -> bool:
+        """Whether the token just chosen at ``pos`` began a match the bonus steered (the
+        match is given back unless the hotword's next tokens follow)."""
+        snap = self.snapshot
+        return self.tree is not None and snap is not None and snap.pos == pos and self.cost > 0
+
+    def respelled(self, start: int, end: int, first: int) -> None:
+        """The tokens from ``start`` on became a hotword's spelling ending at ``end``, first
+        token ``first`` (:mod:`captioner.asr.hotword_respell`): any open match is dropped and
+        the hotword counts as completed there (no re-entry, no chain)."""
+        self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
+        self.bans = {p: s for p, s in self.bans.items() if p <= start}
+        self.completed = [c for c in self.completed if c[0] <= start] + [(end, first)]
 
     def finish(self, tokens: list[int]) -> list[int]:
         """``tokens`` less a steered match still open when the token budget ran out."""

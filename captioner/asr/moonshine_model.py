@@ -20,7 +20,10 @@ place (``IOBinding`` with ORT-owned ``OrtValue`` s), so no cache array is copied
 numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end token or
 after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). With a
 hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
-tokens, and a steered match that is abandoned resumes from the step's kept outputs.
+tokens, and a steered match that is abandoned resumes from the step's kept outputs; as each
+word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
+from the kept outputs of the step where the word began, agrees
+(:mod:`captioner.asr.hotword_respell`), and decoding goes on after the hotword.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 
 from captioner.asr.base import BackendError
 from captioner.asr.hotword_list import check_hotwords
+from captioner.asr.hotword_respell import Respelling
 from captioner.asr.hotwords import HotwordTree
 from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
 from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
@@ -40,18 +44,24 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
+#: With a hotword list, run a steered hotword start and the plain token in one batch of 2
+#: (:meth:`MoonshineModel._two`); needs the decoder's weights prepacked (+57 MB resident).
+SPECULATE = True
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
 LAYERS, HEADS, HEAD_DIM = 8, 8, 52
 SAMPLE_RATE = 16000
 
 
-def session_options():
+def session_options(prepack: bool = False):
     """ONNX Runtime options of both graphs: one intra-op thread, no inter-op pool.
 
     One thread: the pool bought nothing on 2 cores and spun the second one; the finals
-    and the partials each run on their own thread instead. Prepacking off: it keeps a
-    second, packed copy of every MatMul weight (~55 MB; measured step time within noise).
+    and the partials each run on their own thread instead. Prepacking off unless ``prepack``:
+    it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the decoder:
+    resident memory 343 -> 400 MB, 463 MB at the peak while loading; a single step ~9 %
+    faster, and a step on 2 tokens ~1.2 steps instead of ~2.3, which the hotwords' batch of
+    2 needs: :data:`SPECULATE`).
     Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
     never drops one, and here every line has its own length (encoder) and every decoder step its
     own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
@@ -63,7 +73,7 @@ def session_options():
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
-    opts.add_session_config_entry("session.disable_prepacking", "1")
+    opts.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
     opts.enable_mem_pattern = False
     return opts
 
@@ -102,7 +112,7 @@ class MoonshineModel:
         try:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
-            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(),
+            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=SPECULATE),
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"Could not load the prepared default model ({exc})") from exc
@@ -164,20 +174,44 @@ class MoonshineModel:
             ids = np.array([[START]], np.int64)
             flag = np.array([False])
             biasing = bias.start(max_tokens) if bias is not None and len(bias) else None
+            respell = Respelling(bias, self._force_from(hidden)) if biasing is not None else None
             tokens: list[int] = []
+            states: list[list | None] = []  # per position: the decoder outputs whose logits chose its token
+            pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
+            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered start
+            cross = None
             while len(tokens) < max_tokens:
-                for name in self._outputs:  # fresh outputs each step (their shapes change)
-                    binding.bind_output(name, "cpu")
-                binding.bind_cpu_input("input_ids", ids)
-                binding.bind_cpu_input("use_cache_branch", flag)
-                self.decoder.run_with_iobinding(binding)
-                outs = binding.get_outputs()
+                if pending is None and spare:
+                    pending = spare.pop(tuple(tokens), None)
+                if pending is None:
+                    for name in self._outputs:  # fresh outputs each step (their shapes change)
+                        binding.bind_output(name, "cpu")
+                    binding.bind_cpu_input("input_ids", ids)
+                    binding.bind_cpu_input("use_cache_branch", flag)
+                    self.decoder.run_with_iobinding(binding)
+                    outs = binding.get_outputs()
+                else:
+                    outs, pending = pending, None
                 logits = outs[0].numpy()[0, -1]
                 if biasing is None:
                     token, chosen = int(np.argmax(logits)), logits
                 else:  # may shorten tokens and hand back an earlier step's outputs
+                    cross = outs if cross is None else cross  # step 0's: the cross-attention cache
                     token, outs = biasing.choose(tokens, logits, outs)
                     chosen = biasing.logits
+                    del states[len(tokens):]
+                    states.append(outs)
+                    swap = respell.check(tokens, states, token)
+                    if swap is not None:  # a word respelled as a hotword: go on after it
+                        cand, forced_lp, pending = swap
+                        del tokens[cand.start:], states[cand.start:]
+                        tokens += cand.ids
+                        states += [None] * len(cand.ids)
+                        biasing.respelled(cand.start, len(tokens), cand.ids[0])
+                        if logprobs is not None:
+                            del logprobs[cand.start:]
+                            logprobs += forced_lp
+                        continue
                 if logprobs is not None:
                     del logprobs[len(tokens):]
                     logprobs.append(log_softmax_at(chosen, token))
@@ -189,9 +223,71 @@ class MoonshineModel:
                     if not flag[0] or ".decoder." in name:  # cross-attention cache: from step 0 only
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
                 flag[0] = True
+                if SPECULATE and biasing is not None and biasing.started(len(tokens) - 1):
+                    plain = int(np.argmax(chosen))  # the token a give-back would most likely choose here
+                    if plain != END:
+                        pending, spare[tuple(tokens[:-1]) + (plain,)] = self._two(hidden, outs, cross, token, plain)
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def _two(self, hidden: np.ndarray, state: list, cross: list, first: int, second: int) -> tuple[list, list]:
+        """The decoder's next step for two tokens at once after the prefix of ``state`` (a batch
+        of 2; ``cross``: step 0's outputs): the outputs for ``first`` and for ``second``, each as
+        a batch of 1. Run when a hotword's first token was steered in, so that giving it back
+        (the usual outcome) finds the plain token's step already done: with prepacked weights
+        the pair costs ~1.2 single steps (2026-12-02, this machine), a give-back 1."""
+        import onnxruntime as ort
+
+        feed = {"encoder_hidden_states": np.repeat(hidden, 2, 0),
+                "input_ids": np.array([[first], [second]], np.int64), "use_cache_branch": np.array([True])}
+        for name, value, step0 in zip(self._outputs[1:], state[1:], cross[1:]):
+            feed[name.replace("present", "past_key_values")] = np.repeat(
+                (value if ".decoder." in name else step0).numpy(), 2, 0)
+        binding = self.decoder.io_binding()
+        for name, value in feed.items():
+            binding.bind_cpu_input(name, value)
+        for name in self._outputs:
+            binding.bind_output(name, "cpu")
+        self.decoder.run_with_iobinding(binding)
+        arrays = [o.numpy() for o in binding.get_outputs()]
+        return tuple([ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + 1])) for a in arrays]
+                     for i in (0, 1))
+
+    def _force_from(self, hidden: np.ndarray):
+        """``force(state, cross, ys, floor) -> (log_probs, outputs) | None``: the decoder run on
+        the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
+        of the step that scores ``ys[0]``), with ``cross`` (step 0's outputs: the
+        cross-attention cache). ``log_probs``: each token's log-probability; ``outputs``: the
+        last step's (its logits score the token after ``ys``). ``None`` as soon as the sum
+        falls below ``floor``. One step per token: a call on several tokens at once took
+        ~2.3 single steps on this machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
+
+        def force(state: list, cross: list, ys, floor: float):
+            binding = self.decoder.io_binding()
+            binding.bind_cpu_input("encoder_hidden_states", hidden)
+            for name, first in zip(self._outputs[1:], cross[1:]):
+                if ".encoder." in name:
+                    binding.bind_ortvalue_input(name.replace("present", "past_key_values"), first)
+            binding.bind_cpu_input("use_cache_branch", np.array([True]))
+            ids = np.zeros((1, 1), np.int64)
+            outs, lps = state, []
+            for tok in ys:
+                lps.append(log_softmax_at(outs[0].numpy()[0, -1], tok))
+                if sum(lps) < floor:
+                    return None
+                for name, value in zip(self._outputs[1:], outs[1:]):
+                    if ".decoder." in name:
+                        binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
+                ids[0, 0] = tok
+                binding.bind_cpu_input("input_ids", ids)
+                for name in self._outputs:
+                    binding.bind_output(name, "cpu")
+                self.decoder.run_with_iobinding(binding)
+                outs = binding.get_outputs()
+            return lps, outs
+
+        return force
 
     def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None) -> tuple[str, float]:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,

@@ -1,0 +1,42 @@
+"""A steered hotword start runs alongside the plain token in one batch of 2 (issue 28: the
+decode cost with 500 hotwords), so giving the hotword back costs no extra decoder step."""
+
+from __future__ import annotations
+
+import pytest
+
+from captioner.asr import moonshine_model as mm
+from captioner.asr.moonshine import default_model_dir
+from tests.speech import have_espeak
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return mm.MoonshineModel(default_model_dir(), cache_root=tmp_path_factory.mktemp("model-cache"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_speculation_saves_decoder_steps_and_changes_no_token(model, tmp_path, monkeypatch):
+    from bench.hotwords import synthetic_words
+    from tests.test_hotwords import _clip
+
+    tree = model.hotwords(synthetic_words(500))
+    runs = [0]
+    real = model.decoder.run_with_iobinding
+
+    def counted(*a, **k):
+        runs[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(model.decoder, "run_with_iobinding", counted)
+    clips = [_clip(tmp_path, s) for s in ("The meeting will start at nine tomorrow morning in the small conference room.",
+                                          "Then call Siobhan and ask about the Kubernetes upgrade.")]
+    hidden = [model.encode(c) for c in clips]
+    budgets = [model.max_tokens(len(c)) for c in clips]
+    fast = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
+    fast_runs, runs[0] = runs[0], 0
+    monkeypatch.setattr(mm, "SPECULATE", False)
+    slow = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
+    assert fast == slow
+    assert fast_runs < runs[0], (fast_runs, runs[0])
