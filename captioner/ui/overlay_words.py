@@ -101,7 +101,8 @@ def paint_lines(painter: QPainter, shown: list, left: float, top: float, line_he
     style = (font.key(), text_color.rgba(), partial_color.rgba(), outline_color.rgba(), dpr)
     for row, (layout, i, line) in enumerate(shown):
         tl = layout.lineAt(i)
-        origin = QPointF(left, top + row * line_height - tl.y())
+        # rows on whole pixels: a line that moves up a row (the roll-up) reuses its words' images
+        origin = QPointF(left, round(top + row * line_height) - tl.y())
         a, b = tl.textStart(), tl.textStart() + tl.textLength()
         n_label = len(line.shown_label)
         n_final = n_label + len(line.final)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor
 
-from captioner.events import TextDelta
+from captioner.events import TextDelta, TurnBoundary
 from captioner.ui.overlay import CaptionOverlay
 from captioner.ui.overlay_words import WordImages, _chunks
 from captioner.ui.settings import Keys
@@ -65,3 +65,14 @@ def test_the_cache_is_bounded_and_keyed_by_colour(overlay):
     overlay.text_color = QColor("#0000ff")
     overlay.grab()
     assert overlay._words.misses > misses  # a new colour renders anew, never an old colour's image
+
+
+def test_the_roll_up_reuses_the_words_of_the_line_that_moves_up(overlay):
+    overlay.apply_event(TextDelta(" we should talk.", 0.0, 1.0, True, "Meeting"))
+    overlay.grab()
+    misses = overlay._words.misses
+    overlay.apply_event(TurnBoundary(1.0, "semantic_vad", 0.9, "Meeting"))
+    overlay.apply_event(TextDelta(" Yes", 1.5, 1.8, True, "Meeting"))
+    overlay.grab()
+    assert len(overlay.visible_lines()) == 2  # the first line moved up a row
+    assert overlay._words.misses - misses <= 2  # "Yes" (and its label), not the moved words
