@@ -10,6 +10,10 @@ Paces: ``1x`` (the file source at real time: what a user's live session does) an
 (``--speed 30``: as fast as the model keeps up, ~5x real time on 2 cores, so the same wall time
 covers five times the audio and every per-event cost five times as often).
 
+``--busy N`` keeps N other processes spinning during both runs (a loaded machine: the user's
+other programs), stored under ``PACE+busyN``; ``--before-own-harness`` adds a run of the
+``--before`` checkout with its own ``bench/soak.py``.
+
 Per run it keeps the GUI thread's 50 ms ``PreciseTimer`` lateness per minute of audio (p50, p99,
 max), the first minute and the last complete one, the machine's load average at the start and
 the end (a shared 2-core machine: the load is part of the result), and RSS.
@@ -31,9 +35,10 @@ HERE = Path(__file__).resolve().parent.parent
 PACES = {"1x": 1.0, "fast": 30.0}
 
 
-def run_one(tree: str | None, pace: str, wall_s: float) -> dict:
+def run_one(tree: str | None, pace: str, wall_s: float, own_harness: bool = False) -> dict:
     out = Path(tempfile.mkdtemp(prefix="soak-lateness-")) / "run"
-    cmd = [sys.executable, str(HERE / "bench" / "soak.py"), "--hours", "8", "--speed", str(PACES[pace]),
+    harness = Path(tree) if own_harness and tree else HERE
+    cmd = [sys.executable, str(harness / "bench" / "soak.py"), "--hours", "8", "--speed", str(PACES[pace]),
            "--sample-s", "60", "--max-wall-s", str(wall_s), "--out", str(out)]
     if tree:
         cmd += ["--tree", tree]
@@ -47,6 +52,7 @@ def run_one(tree: str | None, pace: str, wall_s: float) -> dict:
     first, last = (full[0], full[-1]) if full else ({}, {})
     return {
         "tree": tree or "this checkout",
+        "harness": str(harness / "bench" / "soak.py"),
         "audio_s": result["audio_s"],
         "wall_s": result["wall_s"],
         "audio_per_wall": result["audio_per_wall"],
@@ -67,23 +73,26 @@ def plot(data: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    paces = [p for p in PACES if p in data["paces"]]
+    paces = sorted(data["paces"])
     fig, axes = plt.subplots(len(paces), 1, figsize=(9, 3.6 * len(paces)), squeeze=False)
     for ax, pace in zip(axes[:, 0], paces):
-        for label, style in (("before", "--"), ("after", "-")):
+        for label, colour in (("before_own_harness", "grey"), ("before", "tab:blue"), ("after", "tab:green")):
             run = data["paces"][pace].get(label)
             if not run:
                 continue
             s = [x for x in run["samples"][:-1] if x["ticks"]]
             m = [x["audio_s"] / 60 for x in s]
             load = run["loadavg_start"][0], run["loadavg_end"][0]
-            ax.plot(m, [x["late_p99_ms"] for x in s], style, label=f"{label} p99 (load {load[0]:.1f}-{load[1]:.1f})")
-            ax.plot(m, [x["late_p50_ms"] for x in s], style, lw=0.8, label=f"{label} p50")
+            ax.plot(m, [x["late_p99_ms"] for x in s], "-", color=colour,
+                    label=f"{label} p99 (load {load[0]:.1f}-{load[1]:.1f})")
+            ax.plot(m, [x["late_p50_ms"] for x in s], "--", color=colour, lw=0.8, label=f"{label} p50")
         ax.axhline(50, color="red", lw=0.8, ls=":", label="50 ms target")
         ax.set_yscale("symlog", linthresh=10)
         ax.set_ylabel("GUI timer lateness, ms")
         ax.set_xlabel("audio played, minutes")
-        ax.set_title(f"pace {pace}: default model, whole app, per minute of audio")
+        busy = data["paces"][pace].get("busy_processes", 0)
+        ax.set_title(f"pace {pace}: default model, whole app, per minute of audio"
+                     + (f", {busy} other processes spinning" if busy else ""))
         ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(out, dpi=90)
@@ -95,6 +104,10 @@ def main() -> None:
     ap.add_argument("--pace", choices=sorted(PACES), required=True)
     ap.add_argument("--wall-s", type=float, default=210.0, help="wall seconds per run (Stop after)")
     ap.add_argument("--out", default="bench/results/soak_lateness")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="keep this many other processes spinning meanwhile (a loaded machine)")
+    ap.add_argument("--before-own-harness", action="store_true",
+                    help="also run the --before checkout with its own bench/soak.py")
     args = ap.parse_args()
     out = Path(args.out)
     path = out.with_suffix(".json")
@@ -103,8 +116,20 @@ def main() -> None:
                     "default model, before/after issue 30.4; 'before' is the --before checkout's captioner run "
                     "by this checkout's harness")
     data["cpus"] = os.cpu_count()
-    runs = {"before": run_one(args.before, args.pace, args.wall_s), "after": run_one(None, args.pace, args.wall_s)}
-    data["paces"][args.pace] = {"speed": PACES[args.pace], "wall_s_per_run": args.wall_s, **runs}
+    spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        runs = {}
+        if args.before_own_harness:
+            runs["before_own_harness"] = run_one(args.before, args.pace, args.wall_s, own_harness=True)
+        runs["before"] = run_one(args.before, args.pace, args.wall_s)
+        runs["after"] = run_one(None, args.pace, args.wall_s)
+    finally:
+        for p in spin:
+            p.kill()
+            p.wait()
+    key = args.pace + (f"+busy{args.busy}" if args.busy else "")
+    data["paces"][key] = {"speed": PACES[args.pace], "wall_s_per_run": args.wall_s, "busy_processes": args.busy,
+                          **runs}
     out.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
     try:
