@@ -81,3 +81,32 @@ def test_the_gui_thread_never_writes_or_fsyncs_the_journal(qtbot, tmp_path, monk
     assert [c for c in on_gui if c[1].endswith(".jsonl")] == []
     assert read_journal(journal)[-1]["type"] == "close"
     assert recover(journal).final_text("You") == "".join(f" w{i}" for i in range(20))
+
+
+def test_a_full_disk_says_so_once_and_the_window_keeps_every_word(qtbot, tmp_path, monkeypatch):
+    """The journal is written off the GUI thread; its failure still reaches the window as one notice."""
+    import errno
+
+    from captioner.events import Stats
+    from captioner.transcript import journal as journal_mod
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(journal_mod.os, "write", full)
+    rec = TranscriptRecorder(tmp_path / "journals")
+    notices = []
+    rec.notice.connect(notices.append)
+    rec.begin("fake", ["You"])
+    rec.add(TextDelta("hello there", 0.0, 1.0, True, "You"))
+    rec.live._writer.flush(5.0)  # the writer thread has tried (and failed) by now ...
+    rec.add(Stats(source="You"))  # ... and the next event brings its notice to this thread
+    rec.add(TextDelta(" again", 1.0, 2.0, True, "You"))
+    rec.live._writer.flush(5.0)
+    rec.add(Stats(source="You"))
+    failed = [n for n in notices if n.code == "journal_failed"]
+    assert len(failed) == 1 and "disk is full" in failed[0].message and failed[0].severity == "error"
+    assert rec.transcript.final_text("You") == "hello there again"
+    rec.end()  # Stop within the 2-s rule; the close could not be written either: said once more
+    assert [n.code for n in notices] == ["journal_failed", "journal_failed"]
+    assert rec.transcript.final_text("You") == "hello there again"
