@@ -413,8 +413,12 @@ def run(args, hold: dict | None = None) -> dict:
     poller.timeout.connect(poll)
     poller.start(250)
     pressed_stop = False
+    # Block for events as app.exec() does (the 250 ms poller wakes it): processEvents(flags, ms)
+    # never waits, so a loop of it spins the GUI thread at 100 % of a core, racing the engine
+    # threads for the GIL and the CPU -- not what a user's app does.
+    wait = QEventLoop.ProcessEventsFlag.AllEvents | QEventLoop.ProcessEventsFlag.WaitForMoreEvents
     while not stopped:
-        qapp.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        qapp.processEvents(wait)
         if errors:
             break
         if args.max_wall_s and not pressed_stop and time.monotonic() - t_start > args.max_wall_s:

@@ -20,6 +20,7 @@ from captioner.transcript.journal import (
     read_journal,
     recover,
 )
+from captioner.transcript.journal_writer import JournalWriter
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.model import Transcript
 
@@ -85,9 +86,15 @@ def test_every_record_is_fsynced(tmp_path, monkeypatch):
     real_fsync = os.fsync
     monkeypatch.setattr(journal_mod.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     j = Journal(tmp_path / "j.jsonl")
+    assert synced == [] and j.pending == 1  # the header waits for the first flush (no I/O here)
     j.append(EVENTS[0])
-    j.append(EVENTS[4])
-    assert len(synced) == 3  # header + 2 records
+    assert len(synced) == 1 and j.pending == 0  # header + record: one write, one fsync
+    assert [r["type"] for r in read_journal(j.path)] == ["header", "text"]
+    assert j.enqueue(EVENTS[4]) and j.enqueue(EVENTS[6]) and not j.enqueue(EVENTS[1])
+    assert len(synced) == 1 and j.pending == 2  # enqueue does no I/O
+    j.flush()
+    assert len(synced) == 2 and j.pending == 0
+    assert [r["type"] for r in read_journal(j.path)] == ["header", "text", "turn", "text"]
     j.close()
 
 
@@ -190,7 +197,7 @@ def test_disk_full_keeps_text_and_catches_up(tmp_path, monkeypatch):
     assert notice is None
     assert live.transcript.metadata["created"] == live.journal.created
     path = live.journal.path
-    assert live.add(EVENTS[0]) is None
+    assert live.add(EVENTS[0]) is None and live.flush() is None
 
     real_write = os.write
     full = {"on": True}
@@ -201,10 +208,12 @@ def test_disk_full_keeps_text_and_catches_up(tmp_path, monkeypatch):
         return real_write(fd, data)
 
     monkeypatch.setattr(journal_mod.os, "write", write)
-    notice = live.add(EVENTS[2])
+    monkeypatch.setattr(JournalWriter, "RETRY_S", 3600.0)  # retries only with new records here
+    assert live.add(EVENTS[2]) is None  # written on the writer thread: add returns at once
+    notice = live.flush()
     assert notice is not None and notice.code == "journal_failed" and notice.severity == "error"
     assert "disk is full" in notice.message and str(path) in notice.message
-    assert live.add(EVENTS[6]) is None  # reported once, not per event
+    assert live.add(EVENTS[6]) is None and live.flush() is None  # reported once, not per event
     assert live.journal.pending == 2
     assert isinstance(live.journal.error, JournalError) and live.journal.error.errno == errno.ENOSPC
     # The in-memory transcript kept everything.
@@ -212,7 +221,8 @@ def test_disk_full_keeps_text_and_catches_up(tmp_path, monkeypatch):
     assert recover(path).final_text("You") == " Bonjour"
 
     full["on"] = False  # space freed
-    notice = live.add(EVENTS[3])
+    live.add(EVENTS[3])
+    notice = live.flush()
     assert notice is not None and notice.code == "journal_ok"
     assert live.journal.pending == 0 and live.journal.error is None
     assert live.close() is None
@@ -237,7 +247,7 @@ def test_partial_write_then_error_completes_the_line_later(tmp_path, monkeypatch
     monkeypatch.setattr(journal_mod.os, "write", flaky)
     with pytest.raises(JournalError, match="Input/output error"):
         j.append(EVENTS[0])
-    assert j.pending == 1
+    assert j.pending == 2  # the rest of the header, and the record
     j.append(EVENTS[2])
     j.close()
     assert recover(j.path).final_text("You") == " Bonjour à tous"

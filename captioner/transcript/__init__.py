@@ -4,7 +4,8 @@
 - ``journal``: append-only fsynced JSON Lines journal, ``recover``, ``find_unfinished``, ``prune_closed``.
 - ``cues``: segments -> readable subtitle cues (2 lines, 42 columns / 16 CJK characters).
 - ``writers``: UTF-8, atomic TXT/SRT/VTT/JSON files.
-- ``live``: ``LiveTranscript`` = transcript + journal, journal failures as ``Notice`` events.
+- ``journal_writer``: ``JournalWriter`` writes and fsyncs a journal on a thread of its own.
+- ``live``: ``LiveTranscript`` = transcript + journal (via its writer), journal failures as ``Notice`` events.
 """
 
 from captioner.transcript.cues import Cue, make_cues

@@ -10,16 +10,20 @@ A journal is a JSON Lines file (UTF-8, one JSON object per line) in
 - ``{"type": "turn", "source", "time", "kind", "probability"}`` per ``TurnBoundary``;
 - ``{"type": "close", "closed": ISO time, "reason": ...}`` when the session ends cleanly.
 
-Each record is written with ``os.write`` on an ``O_APPEND`` descriptor and then
-``os.fsync``, so a crash or a power cut loses at most the record being written. The
-reader skips a torn last line and any garbage line. Recording every final delta (not
+Records are queued in memory (``enqueue``, no I/O) and written by ``flush``: one
+``os.write`` of every queued record on an ``O_APPEND`` descriptor, then one ``os.fsync``,
+so a crash or a power cut loses at most the records not yet flushed. ``append`` is both at
+once. A live session flushes on a writer thread of its own
+(:class:`~captioner.transcript.journal_writer.JournalWriter`), never on the thread that
+shows captions: an fsync takes 22-59 ms on a loaded machine (issue 30). The reader skips a
+torn last line and any garbage line. Recording every final delta (not
 every closed segment) means nothing decoded is lost even inside a turn that never
 ended. ``recover`` replays the records through the same ``Transcript`` builder, so
 the rebuilt transcript equals the live one.
 
 A write that fails (disk full, read-only medium, unplugged drive) raises
-``JournalError`` with a clear message; the record stays queued in memory and is
-retried with the next write, so the journal catches up once space is freed.
+``JournalError`` with a clear message; the records stay queued in memory and are
+retried with the next flush, so the journal catches up once space is freed.
 """
 
 from __future__ import annotations
@@ -97,12 +101,13 @@ def _encode(record: dict[str, Any]) -> bytes:
 class Journal:
     """Append-only, fsynced JSON Lines journal of one session.
 
-    Thread-safe: ``append`` may be called from the engine thread while the UI
-    thread closes the journal.
+    Thread-safe: ``enqueue`` (no I/O, microseconds) may be called on one thread while
+    another one runs ``flush``/``close`` (which hold the I/O for tens of ms); flushes
+    never overlap and records reach the file in ``enqueue`` order.
 
     Args:
         path: journal file; created (with its folder) if missing, appended to if
-            it exists (a header is written only to an empty file).
+            it exists. An empty file gets a header record, written with the first flush.
         backend: description of the ASR backend, stored in the header.
         sources: source labels of the session, stored in the header.
 
@@ -112,7 +117,8 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike, *, backend: str = "", sources: Iterable[str] = ()) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _pending, _fd, _closing: held for microseconds
+        self._io = threading.Lock()  # one flush at a time: held during write + fsync
         self._pending: deque[bytes] = deque()
         self._torn = False  # the file ends in a torn line: start the next record with "\n"
         self._fd: int | None = None
@@ -142,19 +148,13 @@ class Journal:
             ) from exc
         if empty:
             self.created = _now_iso()
-            header = {
+            self._pending.append(_encode({
                 "type": "header",
                 "version": JOURNAL_VERSION,
                 "created": self.created,
                 "backend": backend,
                 "sources": list(sources),
-            }
-            try:
-                self._write_record(header)
-            except JournalError:
-                os.close(self._fd)
-                self._fd = None
-                raise
+            }))
 
     @classmethod
     def create(
@@ -174,55 +174,76 @@ class Journal:
         return cls(folder / name, backend=backend, sources=sources)
 
     # ------------------------------------------------------------- writing
-    def append(self, event: Event) -> bool:
-        """Journal a final ``TextDelta`` or a ``TurnBoundary``; ignore every other event.
+    def enqueue(self, event: Event) -> bool:
+        """Queue the record of a final ``TextDelta`` or a ``TurnBoundary`` in memory (no I/O).
 
         Returns:
-            True if a record was queued for this event (and, without an error, is
-            now on disk), False if the event is not journaled (partials, stats...).
+            True if a record was queued, False if the event is not journaled
+            (partials, stats...).
 
         Raises:
-            JournalError: the write or fsync failed. The record stays queued and is
-                retried by the next ``append``/``close``; the caller's transcript
-                is unaffected.
+            JournalError: the journal is closed (or closing).
         """
         record = _record_for(event)
         if record is None:
             return False
-        self._write_record(record)
+        data = _encode(record)
+        with self._lock:
+            if self._fd is None or self._closing:
+                raise JournalError(f"The autosave journal {self.path} is already closed.", self.path)
+            self._pending.append(data)
         return True
 
-    def _write_record(self, record: dict[str, Any]) -> None:
-        with self._lock:
+    def append(self, event: Event) -> bool:
+        """``enqueue`` then ``flush``: the record is on disk when this returns.
+
+        Returns:
+            As ``enqueue``.
+
+        Raises:
+            JournalError: the journal is closed, or the write or fsync failed. The record
+                stays queued and is retried by the next ``flush``/``append``/``close``;
+                the caller's transcript is unaffected.
+        """
+        if not self.enqueue(event):
+            return False
+        self.flush()
+        return True
+
+    def flush(self) -> None:
+        """Write every queued record (one write, one fsync). Blocks for the I/O.
+
+        Raises:
+            JournalError: the write or fsync failed (disk full...); what was not written
+                stays queued for the next flush. Also raised when the journal is closed.
+        """
+        with self._io:
             if self._fd is None:
                 raise JournalError(f"The autosave journal {self.path} is already closed.", self.path)
-            self._pending.append(_encode(record))
             self._drain()
 
     def _drain(self) -> None:
+        """Write the queued records and fsync; the caller holds ``_io`` and the file is open."""
         fd = self._fd
         assert fd is not None
         try:
             if self._torn:
                 os.write(fd, b"\n")
                 self._torn = False
-            while self._pending:
-                data = memoryview(self._pending[0])
-                written = 0
-                try:
-                    while written < len(data):
-                        written += os.write(fd, data[written:])
-                except OSError:
-                    # Part of the line is on disk: keep the rest queued, appending it
-                    # later completes the line (O_APPEND, single writer).
-                    self._pending[0] = bytes(data[written:])
-                    raise
-                self._pending.popleft()
+            with self._lock:
+                batch = b"".join(self._pending)
+            data = memoryview(batch)
+            written = 0
+            try:
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            finally:
+                self._forget(written)
             os.fsync(fd)
         except OSError as exc:
             self.error = JournalError(
                 f"Cannot write the autosave journal {self.path}: {_explain(exc)}. "
-                f"Captions continue and stay in memory; {len(self._pending)} record(s) will be "
+                f"Captions continue and stay in memory; {self.pending} record(s) will be "
                 "written when the disk accepts them again. Save the transcript elsewhere to be safe.",
                 self.path,
                 exc.errno,
@@ -230,10 +251,25 @@ class Journal:
             raise self.error from exc
         self.error = None
 
+    def _forget(self, written: int) -> None:
+        """Drop the first ``written`` bytes of the queue: whole records, and the written part of
+        a record cut by a short write (writing its rest later completes the line: O_APPEND, one
+        flush at a time). Records queued meanwhile were appended behind the batch."""
+        with self._lock:
+            while written and self._pending:
+                head = self._pending[0]
+                if written >= len(head):
+                    self._pending.popleft()
+                    written -= len(head)
+                else:
+                    self._pending[0] = head[written:]
+                    written = 0
+
     @property
     def pending(self) -> int:
-        """Number of records waiting in memory because writing failed."""
-        return len(self._pending)
+        """Number of records queued in memory and not yet written (waiting, or writing failed)."""
+        with self._lock:
+            return len(self._pending)
 
     @property
     def closed(self) -> bool:
@@ -241,20 +277,22 @@ class Journal:
         return self._fd is None
 
     def close(self, reason: str = "finished") -> None:
-        """Write the clean-close record and close the file. Idempotent.
+        """Write the queued records and the clean-close record, then close the file. Idempotent.
 
         Raises:
             JournalError: the close record (or earlier queued records) could not be
                 written; the file stays open so ``close`` can be retried.
         """
-        with self._lock:
-            if self._fd is None:
-                return
-            if not self._closing:  # a retried close does not queue a second close record
-                self._pending.append(_encode({"type": "close", "closed": _now_iso(), "reason": reason}))
-                self._closing = True
+        with self._io:
+            with self._lock:
+                if self._fd is None:
+                    return
+                if not self._closing:  # a retried close does not queue a second close record
+                    self._pending.append(_encode({"type": "close", "closed": _now_iso(), "reason": reason}))
+                    self._closing = True
             self._drain()
-            fd, self._fd = self._fd, None
+            with self._lock:
+                fd, self._fd = self._fd, None
         try:
             os.close(fd)
         except OSError:

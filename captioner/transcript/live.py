@@ -1,11 +1,14 @@
 """A live session's transcript with its autosave journal: the one object the engine/UI feeds.
 
 ``LiveTranscript.add(event)`` first updates the in-memory ``Transcript`` (so text is
-never lost), then journals the event. A journal failure (disk full, drive unplugged)
-never raises: it becomes one ``Notice`` (code ``"journal_failed"``) telling the user
-what happened and what to do, and when the journal catches up again one ``Notice``
-(code ``"journal_ok"``) says so. Failed records stay queued in the journal and are
-retried with every later event.
+never lost), then queues the event for the journal, which a
+:class:`~captioner.transcript.journal_writer.JournalWriter` writes and fsyncs on a thread
+of its own: ``add`` does no file I/O, so the GUI's event loop never waits for the disk. A
+journal failure (disk full, drive unplugged) never raises: it becomes one ``Notice``
+(code ``"journal_failed"``) telling the user what happened and what to do, returned by the
+next ``add`` (or ``flush``), and when the journal catches up again one ``Notice`` (code
+``"journal_ok"``) says so. Failed records stay queued in the journal and are retried with
+every later event and every couple of seconds.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Iterable
 
 from captioner.events import Event, Notice
 from captioner.transcript.journal import Journal, JournalError
+from captioner.transcript.journal_writer import JournalWriter
 from captioner.transcript.model import Segment, Transcript
 
 
@@ -35,7 +39,7 @@ class LiveTranscript:
         self.journal = journal
         self.transcript = transcript if transcript is not None else Transcript()
         self.closed_segments: list[Segment] = []
-        self._failing = False
+        self._writer = JournalWriter(journal) if journal is not None else None
         if journal is not None:
             self.transcript.metadata.setdefault("journal", str(journal.path))
 
@@ -66,42 +70,44 @@ class LiveTranscript:
         return cls(journal, transcript), None
 
     def add(self, event: Event) -> Notice | None:
-        """Add ``event`` to the transcript, then to the journal.
+        """Add ``event`` to the transcript, then queue it for the journal (no file I/O).
 
         Returns:
-            None normally; a ``Notice`` when journaling starts failing
-            (``"journal_failed"``, severity "error") or recovers (``"journal_ok"``).
+            None normally; a ``Notice`` when the journal started failing
+            (``"journal_failed"``, severity "error") or was written again
+            (``"journal_ok"``) since the last call.
         """
         self.closed_segments = self.transcript.add(event)
-        if self.journal is None:
+        if self._writer is None:
             return None
-        try:
-            self.journal.append(event)
-        except JournalError as exc:
-            if self._failing:
-                return None
-            self._failing = True
-            return Notice(str(exc), "error", "journal_failed")
-        if self._failing and self.journal.pending == 0:
-            self._failing = False
-            return Notice(f"The autosave journal {self.journal.path} is being written again.", "info", "journal_ok")
-        return None
+        self._writer.put(event)
+        return self._writer.take_notice()
 
-    def close(self) -> Notice | None:
+    def flush(self, timeout_s: float | None = 2.0) -> Notice | None:
+        """Wait (at most ``timeout_s`` s) until the journal writer has tried every record added so far.
+
+        Returns:
+            As :meth:`add`: a journal notice not yet returned, or None.
+        """
+        if self._writer is None:
+            return None
+        self._writer.flush(timeout_s)
+        return self._writer.take_notice()
+
+    def close(self, timeout_s: float = 1.0) -> Notice | None:
         """Close open segments (end of stream) and close the journal cleanly.
+
+        Waits at most ``timeout_s`` seconds for the journal's writer (Stop and Quit
+        return within 2 s).
 
         Returns:
             None, or a ``"journal_failed"`` notice if the close record could not be
-            written (the journal will then be offered for recovery next time).
+            written in time (the journal will then be offered for recovery next time).
         """
         self.transcript.close_all()
-        if self.journal is None:
+        if self._writer is None:
             return None
-        try:
-            self.journal.close()
-        except JournalError as exc:
-            return Notice(str(exc), "error", "journal_failed")
-        return None
+        return self._writer.close(timeout_s=timeout_s)
 
 
 __all__ = ["LiveTranscript"]

@@ -45,7 +45,8 @@ from captioner.ui.overlay_drag import Drag, cursor_for, edges_at
 from captioner.ui.overlay_marks import DOT_INSET, DOT_RADIUS, HINT_FLAGS, HINTS, MARGIN, paint_indicator
 from captioner.ui.overlay_geometry import RememberedGeometry
 from captioner.ui.overlay_place import clamp_rect, screen_key
-from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, paint_lines, panel_over, relative_luminance
+from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, panel_over, relative_luminance
+from captioner.ui.overlay_words import WordImages, paint_lines
 from captioner.ui.overlay_stacking import DialogStacking
 from captioner.ui.overlay_notice import OverlayNotice
 from captioner.ui.overlay_shape import OpaqueShape
@@ -96,6 +97,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
         self.model = CaptionModel(history=2, show_labels=True)
         self._visual: list[VisualLine] = []
         self._shown: list[tuple[QTextLayout, int, CaptionLine]] = []
+        self._words = WordImages()  # rendered words: a paint strokes only the words it has not drawn
         self._layout_rev = -1
         self._layout_width = -1
         self._drag: Drag | None = None
@@ -238,7 +240,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
         paint_indicator(painter, self.indicator_rect(), state, speech, self.text_color, self.outline_color)
         lh = self._line_height()
         paint_lines(painter, self._shown, MARGIN, self.height() - MARGIN - lh * len(self._shown), lh,
-                    self.caption_font, self.text_color, self.partial_color, self.outline_color)
+                    self.caption_font, self.text_color, self.partial_color, self.outline_color, self._words)
         painter.end()
 
     # -- the empty-state hint and the indicator ----------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QTextCharFormat, QTextLayout, QTextOption
+from PySide6.QtGui import QColor, QFont, QPainterPath, QTextCharFormat, QTextLayout, QTextOption
 
 from captioner.ui.caption_model import CaptionLine
 
@@ -183,31 +183,3 @@ def lay_out(lines: list[CaptionLine], font: QFont, width: float, rows: int, part
         visual.append(VisualLine(final=text[a: min(b, n_final)], partial=text[max(a, n_final): b],
                                  width=tl.naturalTextWidth(), serial=line.serial))
     return shown, visual, trims
-
-
-def paint_lines(painter: QPainter, shown: list, left: float, top: float, line_height: float, font: QFont,
-                text_color: QColor, partial_color: QColor, outline_color: QColor) -> None:
-    """Draw the shown visual lines from ``top`` down: a soft shadow, the outline, then the fill.
-
-    The partial tail gets the same outline and shadow as the final text (only tint and italic differ).
-    """
-    stroke = QPen(outline_color, max(2.0, font.pointSizeF() / 9.0))
-    stroke.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
-    shadow_colour = QColor(outline_color)
-    shadow_colour.setAlphaF(0.45)
-    shadow = QPen(shadow_colour, stroke.widthF() * 1.5)
-    shadow.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
-    shadow_offset = max(1.5, font.pointSizeF() / 14.0)
-    for row, (layout, i, line) in enumerate(shown):
-        tl = layout.lineAt(i)
-        origin = QPointF(left, top + row * line_height - tl.y())
-        a, b = tl.textStart(), tl.textStart() + tl.textLength()
-        n_final = len(line.shown_label) + len(line.final)
-        final = glyph_path(tl, a, min(b, n_final) - a, origin)
-        partial = glyph_path(tl, max(a, n_final), b - max(a, n_final), origin)
-        for path in (final, partial):
-            painter.strokePath(path.translated(shadow_offset, shadow_offset), shadow)
-        painter.strokePath(final, stroke)
-        painter.strokePath(partial, stroke)
-        painter.fillPath(final, text_color)
-        painter.fillPath(partial, partial_color)

@@ -2,7 +2,7 @@
 
 Widgets never write files (DESIGN section 7). This QObject owns the
 :class:`~captioner.transcript.LiveTranscript` of the current run (in-memory
-transcript + fsynced journal), keeps the last run's transcript after Stop or an
+transcript + fsynced journal, written on the journal's own thread), keeps the last run's transcript after Stop or an
 error so it can still be saved, rewrites a TXT copy into the user's autosave folder
 at most every :attr:`AUTOSAVE_MS` (when that option is on), and finds and recovers
 journals left by a crash. All formatting and file writing is
