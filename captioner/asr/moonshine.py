@@ -10,7 +10,9 @@ Each session cuts its audio into *lines* with its own VAD state
 (:mod:`captioner.asr.moonshine_lines`). A completed line is decoded as one clip on the
 engine thread -- again with silence around it when the model is unsure of its reading, the
 surer reading wins (:meth:`MoonshineBackend._line_text`) -- and its text is *final*
-(followed by ``TurnBoundary(kind="line")``).
+(followed by ``TurnBoundary(kind="line")``). A file read as fast as it goes (no partials,
+``line_workers=2``) reads its completed lines on two threads instead, one per core
+(:mod:`captioner.asr.line_pool`; same events, in stream order).
 While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`

@@ -5,7 +5,8 @@ to the backend rate with soxr, and fed in blocks of one clock step (the backend'
 ``chunk_step``), or paced in real time with ``--realtime``, through the same
 :class:`~captioner.engine.session.StreamingSession` that live audio uses. Without
 ``--realtime`` the blocks are read ahead (:class:`~captioner.engine.readahead.ReadAhead`):
-the next chunks decode while the turn detector works on the previous ones; the
+the next chunks decode while the turn detector works on the previous ones, and the
+default model reads two completed lines at once (:mod:`captioner.asr.line_pool`); the
 transcript is the same. Every final
 text and turn goes to the autosave journal as it is decoded, so a failing output disk
 loses nothing.

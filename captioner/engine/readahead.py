@@ -13,6 +13,10 @@ state and detector), and each chunk's turn half gets the stream time its ``feed`
 have seen, so the events are exactly those of ``for block in blocks: session.feed(block)``
 (the transcript of the 20-minute meeting is identical, ``bench/transcribe_rtf.py``).
 
+With the default model the completed lines themselves are read on a pool of two threads
+(:mod:`captioner.asr.line_pool`): the reader runs up to :data:`MAX_AHEAD` chunks ahead, so
+the next lines are cut and read while the caller waits for the text of an earlier one.
+
 Live sources never use this: they have nothing to read ahead, and their partials and
 finals must not wait for a queue.
 """
