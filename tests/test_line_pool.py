@@ -188,9 +188,14 @@ def test_transcribe_on_the_real_model_writes_the_same_transcript_with_and_withou
         pytest.skip("espeak-ng is not installed")
     monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
     wav, _ = speech_file(tmp_path / "speech.wav")
-    made = []
+    import captioner.commands.transcribe as tr
+
+    made, waits = [], []
     real = LinePool.__init__
     monkeypatch.setattr(LinePool, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    session = tr.StreamingSession
+    monkeypatch.setattr(tr, "StreamingSession", lambda engine, *a, **k: waits.append(engine.max_wait_ms) or session(
+        engine, *a, **k))
     out = {}
     for workers in (1, 2):
         monkeypatch.setattr(line_pool, "WORKERS", workers)
@@ -199,5 +204,6 @@ def test_transcribe_on_the_real_model_writes_the_same_transcript_with_and_withou
         out[workers] = json.loads(path.read_text())
         out[workers].pop("metadata", None)
     assert made == [1]  # the pool only with two workers
+    assert waits == [0.0, 0.0]  # one file, one session: the engine never waits for other sessions' chunks
     assert out[2] == out[1]
     assert len(out[1]["segments"]) >= 1 and "meeting" in json.dumps(out[1]).lower()
