@@ -288,8 +288,9 @@ class MoonshineBackend(Backend):
         return TextDelta(lead + text, start, end, final=True)
 
     def _lines(self, state: _LineState, events: list[LineEvent], at_end: bool = False) -> list[Event]:
-        """Turn the segmenter's line events into finals (decoding completed lines now);
-        ``at_end``: the input ended (the line is decoded with :data:`END_PAD_S` appended)."""
+        """Turn the segmenter's line events into finals (decoding completed lines now, or on the
+        line pool: a :class:`~captioner.asr.line_pool.PendingLine` each); ``at_end``: the input
+        ended (the line is decoded with :data:`END_PAD_S` appended)."""
         out: list[Event] = []
         sr = self.sample_rate
         for ev in events:
