@@ -10,7 +10,9 @@ Each session cuts its audio into *lines* with its own VAD state
 (:mod:`captioner.asr.moonshine_lines`). A completed line is decoded as one clip on the
 engine thread -- again with silence around it when the model is unsure of its reading, the
 surer reading wins (:meth:`MoonshineBackend._line_text`) -- and its text is *final*
-(followed by ``TurnBoundary(kind="line")``).
+(followed by ``TurnBoundary(kind="line")``). A file read as fast as it goes (no partials,
+``line_workers=2``) reads its completed lines on two threads instead, one per core
+(:mod:`captioner.asr.line_pool`; same events, in stream order).
 While a line is open it is re-decoded now and then on the partial thread
 (:class:`~captioner.asr.partial_worker.PartialWorker`, lower CPU priority) for a *partial*
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
@@ -28,6 +30,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -36,6 +39,7 @@ import numpy as np
 from captioner.asr.agreement import MIN_GAP_S, LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
+from captioner.asr.line_pool import LinePool, PendingLine
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
 from captioner.asr.repeats import collapse_repeats
@@ -175,6 +179,11 @@ class MoonshineBackend(Backend):
         hotwords: names and terms to prefer (:mod:`captioner.asr.hotwords`), in finals and
             partials alike; hotword_boost: their bonus (default
             :data:`~captioner.asr.hotword_list.DEFAULT_BOOST`).
+        line_workers: with ``partials=False`` and as many usable CPUs, completed lines are
+            decoded on a :class:`~captioner.asr.line_pool.LinePool` of this many threads and
+            a step's events hold a :class:`~captioner.asr.line_pool.PendingLine` per line
+            (a :class:`~captioner.engine.session.StreamingSession` resolves them in stream
+            order); 1 (default) decodes each line inside the step.
 
     Raises:
         BackendError: model files missing/corrupt, a language other than English, or a
@@ -196,6 +205,7 @@ class MoonshineBackend(Backend):
         vad: Any = None,
         hotwords: Sequence[str] = (),
         hotword_boost: float | None = None,
+        line_workers: int = 1,
     ) -> None:
         if language not in ("en", None, ""):
             raise BackendError(
@@ -235,6 +245,8 @@ class MoonshineBackend(Backend):
         threaded = self.partials and usable_cpus() >= 2
         self.budget.parallel = threaded
         self._worker = PartialWorker(self._decode_clip, threaded=threaded)
+        workers = min(int(line_workers), usable_cpus())
+        self._pool = LinePool(self._line_text, workers) if workers > 1 and not self.partials else None
 
     def describe(self) -> str:
         """One line: model and geometry."""
@@ -276,8 +288,9 @@ class MoonshineBackend(Backend):
         return TextDelta(lead + text, start, end, final=True)
 
     def _lines(self, state: _LineState, events: list[LineEvent], at_end: bool = False) -> list[Event]:
-        """Turn the segmenter's line events into finals (decoding completed lines now);
-        ``at_end``: the input ended (the line is decoded with :data:`END_PAD_S` appended)."""
+        """Turn the segmenter's line events into finals (decoding completed lines now, or on the
+        line pool: a :class:`~captioner.asr.line_pool.PendingLine` each); ``at_end``: the input
+        ended (the line is decoded with :data:`END_PAD_S` appended)."""
         out: list[Event] = []
         sr = self.sample_rate
         for ev in events:
@@ -290,18 +303,31 @@ class MoonshineBackend(Backend):
             state.open_line = None
             self._worker.discard(state.key)  # a re-decode of this line is moot now
             start, end = ev.start / sr, ev.end / sr
+            clip = self._clip(state, ev.start, ev.end)
+            if self._pool is not None:  # no partials: nothing committed, the text is all the line's
+                out.append(PendingLine(self._pool.submit(clip, at_end), partial(self._decoded_line, state, start, end)))
+                continue
             had = bool(state.agreement.committed)
-            text = self._line_text(self._clip(state, ev.start, ev.end), at_end)
-            rest = state.agreement.finish(text)
-            final = self._final(state, rest, start, end, line_start=not had) if rest else None
-            if final is not None:
-                out.append(final)
-            if final is not None or had:
-                out.append(TurnBoundary(max(end, state.committed_end), "line", 1.0))
+            rest = state.agreement.finish(self._line_text(clip, at_end))
+            out += self._line_events(state, rest, start, end, had)
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
                 state.partial = ""
         return out
+
+    def _line_events(self, state: _LineState, rest: str, start: float, end: float, had: bool) -> list[Event]:
+        """The events of a completed line over ``[start, end]`` s whose final text after what was
+        committed (``had``: some was) is ``rest``: the final text and the line's boundary."""
+        final = self._final(state, rest, start, end, line_start=not had) if rest else None
+        out: list[Event] = [] if final is None else [final]
+        if final is not None or had:
+            out.append(TurnBoundary(max(end, state.committed_end), "line", 1.0))
+        return out
+
+    def _decoded_line(self, state: _LineState, start: float, end: float, text: str) -> list[Event]:
+        """The events of a line the pool read as ``text`` (no partials: nothing was committed,
+        so all of it is final, as :meth:`LineAgreement.finish` would give); called in stream order."""
+        return self._line_events(state, " ".join(text.split()), start, end, had=False)
 
     def _line_text(self, clip: np.ndarray, at_end: bool = False) -> str:
         """Final text of a completed line's ``[n] float32`` samples: the surer of two framings.
@@ -451,10 +477,13 @@ class MoonshineBackend(Backend):
         return SpeechWindows(self.vad, resets=(False, True))
 
     def close(self) -> None:
-        """Stop the partial thread (the shared model stays loaded for the process)."""
+        """Stop the partial thread and the line pool (the shared model stays loaded for the process)."""
         worker = getattr(self, "_worker", None)
         if worker is not None:
             worker.close()
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.close()
 
 
 def _hotword_tree(model: Any, hotwords: Sequence[str], boost: float | None) -> Any:

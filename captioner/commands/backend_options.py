@@ -216,8 +216,11 @@ def open_backend(args: argparse.Namespace):
     options = {}
     if args.backend == "default" and getattr(args, "realtime", True) is False:
         # a file decoded as fast as possible: one decode per line, no partial re-decodes
-        # (deterministic, the one-pass WER, and quicker: nobody is watching partials)
-        options = dict(partials=False)
+        # (deterministic, the one-pass WER, and quicker: nobody is watching partials), the
+        # lines read on both cores (captioner.asr.line_pool; the same text)
+        from captioner.asr.line_pool import WORKERS
+
+        options = dict(partials=False, line_workers=WORKERS)
     hotwords = tuple(getattr(args, "hotwords", ()) or ())
     boost = getattr(args, "hotword_boost", None)
     if args.backend == "default" and hotwords:

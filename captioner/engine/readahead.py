@@ -13,6 +13,10 @@ state and detector), and each chunk's turn half gets the stream time its ``feed`
 have seen, so the events are exactly those of ``for block in blocks: session.feed(block)``
 (the transcript of the 20-minute meeting is identical, ``bench/transcribe_rtf.py``).
 
+With the default model the completed lines themselves are read on a pool of two threads
+(:mod:`captioner.asr.line_pool`): the reader runs up to :data:`MAX_AHEAD` chunks ahead, so
+the next lines are cut and read while the caller waits for the text of an earlier one.
+
 Live sources never use this: they have nothing to read ahead, and their partials and
 finals must not wait for a queue.
 """
@@ -32,10 +36,15 @@ from captioner.native_calls import model_call
 if TYPE_CHECKING:
     from captioner.engine.session import StreamingSession
 
-#: Decoded chunks that may wait for their turn half: each holds one chunk's audio and events,
-#: and a Stop hands them all out (their turn halves run then), so 50 x 0.1 s = 5 s of the
-#: default model's audio, about 0.1-0.3 s of work: plenty to ride out a smart-turn call.
-MAX_AHEAD = 50
+#: Decoded chunks that may wait for their turn half: each holds one chunk's audio and events.
+#: The default model's chunks are 0.1 s, so 300 is 30 s of audio: room for the next lines of a
+#: file to be cut and read on the line pool (:mod:`captioner.asr.line_pool`; a line is at most
+#: 8 s, ``MAX_LINE_S``) while the caller waits for the text of an earlier one. Measured
+#: 2026-12-02 on the 2-minute meeting (``bench/transcribe_rtf.py``): with 50 (5 s) the reader
+#: never reached the next line's end and no two lines were read at once. A Stop hands them
+#: all out (their turn halves run then: ~0.3 s of work for 30 s of the 20-minute meeting, plus
+#: the pool's at most ``MAX_PENDING`` line decodes).
+MAX_AHEAD = 300
 #: Seconds between the reader's checks for a stop while the queue is full.
 POLL_S = 0.1
 

@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.base import Backend, StepResult, StepRow
+from captioner.asr.line_pool import PendingLine, resolve_lines
 from captioner.asr.vad_stream import SpeechAhead
 from captioner.engine.batcher import BatchEngine
 from captioner.engine.rounds import feed_many  # noqa: F401 - re-exported: several sessions from one thread
@@ -266,7 +267,7 @@ class StreamingSession:
 
         Returns:
             ``(events, audio, speech)`` for :meth:`_post`: the row's events labelled with
-            ``source``, the real samples it decoded for the first time (``[n] float32``, for
+            ``source`` (lines still being decoded as :class:`~captioner.asr.line_pool.PendingLine`), the real samples it decoded for the first time (``[n] float32``, for
             the turn detector; None without one) and the backend's VAD probabilities of them.
         """
         g = self.geometry
@@ -284,7 +285,8 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
-        return [with_source(ev, self.source) for ev in result.events], new_audio, result.speech
+        return [ev if isinstance(ev, PendingLine) else with_source(ev, self.source) for ev in result.events], \
+            new_audio, result.speech
 
     def _post(self, events: list[Event], audio: np.ndarray | None, speech: list[float] | None = None,
               now: float = 0.0) -> list[Event]:
@@ -292,7 +294,7 @@ class StreamingSession:
         that row's audio, so each decision sees the text decoded up to its own audio, never later.
         ``now``: the stream time (s) the session had received when the row was decoded."""
         out: list[Event] = []
-        for ev in events:
+        for ev in resolve_lines(events, self.source):  # lines decoded on a pool: their events, in order
             self._route(ev, out, from_backend=True)
         if self.detector is not None:
             self.detector.note_text(out)
