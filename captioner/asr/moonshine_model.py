@@ -45,7 +45,7 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
 #: With a hotword list, run a steered hotword start and the plain token in one batch of 2
-#: (:meth:`MoonshineModel._two`); needs the decoder's weights prepacked (+57 MB resident).
+#: (:meth:`MoonshineModel._batch`); needs the decoder's weights prepacked (+57 MB resident).
 SPECULATE = True
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
@@ -223,27 +223,35 @@ class MoonshineModel:
                     if not flag[0] or ".decoder." in name:  # cross-attention cache: from step 0 only
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
                 flag[0] = True
-                if SPECULATE and biasing is not None and biasing.started(len(tokens) - 1):
+                if (SPECULATE and biasing is not None and biasing.started(len(tokens) - 1)
+                        and tuple(tokens) not in spare):  # (a second try's start: run with the first)
+                    prefix = tuple(tokens[:-1])
                     plain = int(np.argmax(chosen))  # the token a give-back would most likely choose here
                     if plain != END:
-                        pending, spare[tuple(tokens[:-1]) + (plain,)] = self._two(hidden, outs, cross, token, plain)
+                        nxt = biasing.next_try(tokens[:-1], chosen, token)  # the place's second try, if any
+                        firsts = [token, plain] + ([nxt] if nxt not in (None, END, token, plain) else [])
+                        pending, *rest = self._batch(hidden, outs, cross, firsts)
+                        spare.update((prefix + (t,), o) for t, o in zip(firsts[1:], rest))
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
-    def _two(self, hidden: np.ndarray, state: list, cross: list, first: int, second: int) -> tuple[list, list]:
-        """The decoder's next step for two tokens at once after the prefix of ``state`` (a batch
-        of 2; ``cross``: step 0's outputs): the outputs for ``first`` and for ``second``, each as
-        a batch of 1. Run when a hotword's first token was steered in, so that giving it back
-        (the usual outcome) finds the plain token's step already done: with prepacked weights
-        the pair costs ~1.2 single steps (2026-12-02, this machine), a give-back 1."""
+    def _batch(self, hidden: np.ndarray, state: list, cross: list, firsts: list[int]) -> list[list]:
+        """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once after the prefix
+        of ``state`` (one batch; ``cross``: step 0's outputs): per token, its outputs as a batch
+        of 1. Run when a hotword's first token was steered in (``firsts[0]``), beside the plain
+        token and the place's second try if the biasing would make one, so that giving the
+        hotword back (the usual outcome) finds the next choice's step already done: with
+        prepacked weights a batch of 2 costs ~1.2 single steps, of 3 ~1.35 (2026-12-02, this
+        machine), a give-back 1 each."""
         import onnxruntime as ort
 
-        feed = {"encoder_hidden_states": np.repeat(hidden, 2, 0),
-                "input_ids": np.array([[first], [second]], np.int64), "use_cache_branch": np.array([True])}
+        n = len(firsts)
+        feed = {"encoder_hidden_states": np.repeat(hidden, n, 0),
+                "input_ids": np.array(firsts, np.int64).reshape(n, 1), "use_cache_branch": np.array([True])}
         for name, value, step0 in zip(self._outputs[1:], state[1:], cross[1:]):
             feed[name.replace("present", "past_key_values")] = np.repeat(
-                (value if ".decoder." in name else step0).numpy(), 2, 0)
+                (value if ".decoder." in name else step0).numpy(), n, 0)
         binding = self.decoder.io_binding()
         for name, value in feed.items():
             binding.bind_cpu_input(name, value)
@@ -251,8 +259,8 @@ class MoonshineModel:
             binding.bind_output(name, "cpu")
         self.decoder.run_with_iobinding(binding)
         arrays = [o.numpy() for o in binding.get_outputs()]
-        return tuple([ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + 1])) for a in arrays]
-                     for i in (0, 1))
+        return [[ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + 1])) for a in arrays]
+                for i in range(n)]
 
     def _force_from(self, hidden: np.ndarray):
         """``force(state, cross, ys, floor) -> (log_probs, outputs) | None``: the decoder run on
