@@ -72,16 +72,16 @@ def _respelling(tok, hotword_lp: float):
     states[start] = Outs({tokens[start]: 0.0, word[0]: hotword_lp})
     forced = []
 
-    def force(state, cross, ys, floor):  # as MoonshineModel's: a decoder step per token once above the floor
-        lps = [float(state.logits[ys[0]])]
-        if lps[0] < floor:
-            return None
-        forced.append(tuple(ys))
-        for _ in ys[1:]:
-            lps.append(hotword_lp)
-            if sum(lps) < floor:
-                return None
-        return lps, Outs({nxt: 0.0})
+    def force(state, cross, ys, floor, lps):  # as MoonshineModel's: a decoder step per token once above the floor
+        lps = list(lps)
+        for i in range(len(lps), len(ys)):
+            lp = float(state.logits[ys[0]]) if i == 0 else hotword_lp
+            if sum(lps) + lp < floor:
+                return lps, state, False
+            if i == 0:
+                forced.append(tuple(ys))
+            lps.append(lp)
+        return lps, Outs({nxt: 0.0}), True
 
     return hr.Respelling(tree, force), tokens, states, nxt, word, start, forced
 

@@ -169,12 +169,13 @@ class Respelling:
     the span's plus the best next token there (what it wrote); the hotword is taken when it
     is at most :data:`MARGIN_PER_TOKEN` nats per token below (scaled with the boost). The
     forcing stops as soon as the hotword falls below that (often before its first decoder
-    step); each place and hotword is forced once; at most :data:`MAX_CHECKS` per clip.
+    step); each place and hotword is forced once (a check against a lower floor resumes where the last stopped); at most :data:`MAX_CHECKS` per clip.
 
     Args:
         tree: the hotwords (:class:`captioner.asr.hotwords.HotwordTree`); boost 0 turns this off.
-        force: ``force(state, cross, ids) -> outputs``: the decoder on ``ids`` at once after
-            ``state``'s prefix (``MoonshineModel.decode``).
+        force: ``force(state, cross, ids, floor, log_probs) -> (log_probs, outputs, done)``: the
+            decoder teacher-forced on ``ids`` after ``state``'s prefix, stopping below ``floor``
+            and resumable (``MoonshineModel._force_from``).
     """
 
     def __init__(self, tree, force: Callable) -> None:
@@ -203,15 +204,15 @@ class Respelling:
             old += float(_log_softmax(_logits(states[cand.end])).max())
             margin = self.per_token * len(cand.ids)
             floor = old - margin
-            memo = self.forced.get((cand.start, cand.ids))
-            if memo is None or (memo[0] is None and floor < memo[2]):  # not tried, or tried against a higher floor
+            memo = self.forced.get((cand.start, cand.ids))  # (log_probs, outputs, done, floor or total)
+            if memo is None or (not memo[2] and floor < memo[3]):  # not tried, or stopped above this floor
                 self.checks += 1
-                done = self.force(states[cand.start], self.cross, cand.ids, floor)
-                memo = (None, None, floor) if done is None else (
-                    done[0], done[1], sum(done[0]) + float(_log_softmax(_logits(done[1])).max()))
+                lps, outs = (memo[0], memo[1]) if memo is not None else ([], states[cand.start])
+                lps, outs, done = self.force(outs, self.cross, cand.ids, floor, lps)  # resumes where it stopped
+                memo = (lps, outs, done, sum(lps) + float(_log_softmax(_logits(outs)).max()) if done else floor)
                 self.forced[(cand.start, cand.ids)] = memo
-            self.last = (cand, memo[2] - old if memo[0] is not None else None)
-            if memo[0] is not None and memo[2] >= floor:
+            self.last = (cand, memo[3] - old if memo[2] else None)
+            if memo[2] and memo[3] >= floor:
                 return cand, memo[0], memo[1]
             if self.checks >= MAX_CHECKS:
                 break

@@ -263,15 +263,19 @@ class MoonshineModel:
                 for i in range(n)]
 
     def _force_from(self, hidden: np.ndarray):
-        """``force(state, cross, ys, floor) -> (log_probs, outputs) | None``: the decoder run on
-        the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
-        of the step that scores ``ys[0]``), with ``cross`` (step 0's outputs: the
-        cross-attention cache). ``log_probs``: each token's log-probability; ``outputs``: the
-        last step's (its logits score the token after ``ys``). ``None`` as soon as the sum
-        falls below ``floor``. One step per token: a call on several tokens at once took
-        ~2.3 single steps on this machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
+        """``force(state, cross, ys, floor, lps) -> (log_probs, outputs, done)``: the decoder run
+        on the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
+        of the step that scores ``ys[len(lps)]``; ``lps``: the log-probabilities of the ``ys``
+        already forced, ``[]`` from the start), with ``cross`` (step 0's outputs: the
+        cross-attention cache). ``log_probs``: each forced token's log-probability; ``outputs``:
+        the step that scores the token after them. ``done``: all of ``ys`` forced (``outputs``
+        score the token after ``ys``); False when the sum fell below ``floor`` -- then
+        ``log_probs`` and ``outputs`` stop before the token that fell, and a later call with a
+        lower floor resumes there without running the decoder again on what was forced. One
+        step per token: a call on several tokens at once took ~2.3 single steps on this
+        machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
 
-        def force(state: list, cross: list, ys, floor: float):
+        def force(state: list, cross: list, ys, floor: float, lps: list[float]):
             binding = self.decoder.io_binding()
             binding.bind_cpu_input("encoder_hidden_states", hidden)
             for name, first in zip(self._outputs[1:], cross[1:]):
@@ -279,11 +283,12 @@ class MoonshineModel:
                     binding.bind_ortvalue_input(name.replace("present", "past_key_values"), first)
             binding.bind_cpu_input("use_cache_branch", np.array([True]))
             ids = np.zeros((1, 1), np.int64)
-            outs, lps = state, []
-            for tok in ys:
-                lps.append(log_softmax_at(outs[0].numpy()[0, -1], tok))
-                if sum(lps) < floor:
-                    return None
+            outs, lps = state, list(lps)
+            for tok in ys[len(lps):]:
+                lp = log_softmax_at(outs[0].numpy()[0, -1], tok)
+                if sum(lps) + lp < floor:
+                    return lps, outs, False
+                lps.append(lp)
                 for name, value in zip(self._outputs[1:], outs[1:]):
                     if ".decoder." in name:
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
@@ -293,7 +298,7 @@ class MoonshineModel:
                     binding.bind_output(name, "cpu")
                 self.decoder.run_with_iobinding(binding)
                 outs = binding.get_outputs()
-            return lps, outs
+            return lps, outs, True
 
         return force
 
