@@ -201,6 +201,12 @@ class Biasing:
         snap = self.snapshot
         return self.tree is not None and snap is not None and snap.pos == pos and self.cost > 0
 
+    def deep(self, pos: int) -> bool:
+        """Whether the token just chosen at ``pos`` goes on with a match the bonus steered that
+        began before ``pos`` (the match is given back unless the hotword's tokens go on)."""
+        snap = self.snapshot
+        return self.tree is not None and snap is not None and snap.pos < pos and self.cost > 0
+
     def next_try(self, tokens: list[int], logits: np.ndarray, token: int) -> int | None:
         """The token :meth:`choose` would take at ``len(tokens)`` (``logits``: that step's) once
         the steered start ``token`` just chosen there is given back at once: the place's next

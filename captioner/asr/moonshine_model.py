@@ -178,7 +178,8 @@ class MoonshineModel:
             tokens: list[int] = []
             states: list[list | None] = []  # per position: the decoder outputs whose logits chose its token
             pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
-            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered start
+            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered match
+            chain = None  # the plain path beside the open steered match: its last prefix in spare
             cross = None
             while len(tokens) < max_tokens:
                 if pending is None and spare:
@@ -230,28 +231,41 @@ class MoonshineModel:
                     if plain != END:
                         nxt = biasing.next_try(tokens[:-1], chosen, token)  # the place's second try, if any
                         firsts = [token, plain] + ([nxt] if nxt not in (None, END, token, plain) else [])
-                        pending, *rest = self._batch(hidden, outs, cross, firsts)
+                        pending, *rest = self._batch(hidden, [outs] * len(firsts), cross, firsts)
                         spare.update((prefix + (t,), o) for t, o in zip(firsts[1:], rest))
+                        chain = prefix + (plain,)
+                elif SPECULATE and biasing is not None and biasing.deep(len(tokens) - 1) and chain is not None \
+                        and len(chain) == len(tokens) - 1 and chain in spare \
+                        and chain[:biasing.snapshot.pos] == tuple(tokens[:biasing.snapshot.pos]):
+                    # inside a steered match: run the plain path's next step too, so that a give-back
+                    # after a later token of the hotword also finds the plain steps done
+                    guess = int(np.argmax(spare[chain][0].numpy()[0, -1]))
+                    if guess != END:
+                        pending, spare[chain + (guess,)] = self._batch(hidden, [outs, spare[chain]], cross,
+                                                                       [token, guess])
+                        chain += (guess,)
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
-    def _batch(self, hidden: np.ndarray, state: list, cross: list, firsts: list[int]) -> list[list]:
-        """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once after the prefix
-        of ``state`` (one batch; ``cross``: step 0's outputs): per token, its outputs as a batch
-        of 1. Run when a hotword's first token was steered in (``firsts[0]``), beside the plain
-        token and the place's second try if the biasing would make one, so that giving the
-        hotword back (the usual outcome) finds the next choice's step already done: with
-        prepacked weights a batch of 2 costs ~1.2 single steps, of 3 ~1.35 (2026-12-02, this
-        machine), a give-back 1 each."""
+    def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int]) -> list[list]:
+        """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once, ``firsts[i]``
+        after the prefix of ``states[i]`` (prefixes of one length; one batch; ``cross``: step
+        0's outputs): per token, its outputs as a batch of 1. Run while a hotword the bonus
+        steered in is open (``firsts[0]``): at its start beside the plain token and the place's
+        second try if the biasing would make one, later beside the plain path's next token, so
+        that giving the hotword back (the usual outcome) finds the next choices' steps already
+        done: with prepacked weights a batch of 2 costs ~1.2 single steps, of 3 ~1.35
+        (2026-12-02, this machine), a give-back 1 each."""
         import onnxruntime as ort
 
         n = len(firsts)
         feed = {"encoder_hidden_states": np.repeat(hidden, n, 0),
                 "input_ids": np.array(firsts, np.int64).reshape(n, 1), "use_cache_branch": np.array([True])}
-        for name, value, step0 in zip(self._outputs[1:], state[1:], cross[1:]):
-            feed[name.replace("present", "past_key_values")] = np.repeat(
-                (value if ".decoder." in name else step0).numpy(), n, 0)
+        for k, (name, step0) in enumerate(zip(self._outputs[1:], cross[1:]), 1):
+            feed[name.replace("present", "past_key_values")] = (
+                np.concatenate([st[k].numpy() for st in states]) if ".decoder." in name
+                else np.repeat(step0.numpy(), n, 0))
         binding = self.decoder.io_binding()
         for name, value in feed.items():
             binding.bind_cpu_input(name, value)
