@@ -61,9 +61,9 @@ def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_to
         runs[0] += 1
         return real(*a, **k)
 
-    def batch(hidden, states, cross, firsts):
+    def batch(hidden, states, cross, firsts, fixed=None):
         kinds.append((len(firsts), len({id(s) for s in states})))
-        return real_batch(hidden, states, cross, firsts)
+        return real_batch(hidden, states, cross, firsts, fixed)
 
     monkeypatch.setattr(model.decoder, "run_with_iobinding", counted)
     monkeypatch.setattr(model, "_batch", batch)

@@ -180,6 +180,7 @@ class MoonshineModel:
             pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
             spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered match
             chain = None  # the plain path beside the open steered match: its last prefix in spare
+            fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
             cross = None
             while len(tokens) < max_tokens:
                 if pending is None and spare:
@@ -231,7 +232,7 @@ class MoonshineModel:
                     if plain != END:
                         nxt = biasing.next_try(tokens[:-1], chosen, token)  # the place's second try, if any
                         firsts = [token, plain] + ([nxt] if nxt not in (None, END, token, plain) else [])
-                        pending, *rest = self._batch(hidden, [outs] * len(firsts), cross, firsts)
+                        pending, *rest = self._batch(hidden, [outs] * len(firsts), cross, firsts, fixed)
                         spare.update((prefix + (t,), o) for t, o in zip(firsts[1:], rest))
                         chain = prefix + (plain,)
                 elif SPECULATE and biasing is not None and biasing.deep(len(tokens) - 1) and chain is not None \
@@ -242,39 +243,52 @@ class MoonshineModel:
                     guess = int(np.argmax(spare[chain][0].numpy()[0, -1]))
                     if guess != END:
                         pending, spare[chain + (guess,)] = self._batch(hidden, [outs, spare[chain]], cross,
-                                                                       [token, guess])
+                                                                       [token, guess], fixed)
                         chain += (guess,)
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
-    def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int]) -> list[list]:
+    def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int],
+               fixed: dict | None = None) -> list[list]:
         """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once, ``firsts[i]``
         after the prefix of ``states[i]`` (prefixes of one length; one batch; ``cross``: step
         0's outputs): per token, its outputs as a batch of 1. Run while a hotword the bonus
         steered in is open (``firsts[0]``): at its start beside the plain token and the place's
         second try if the biasing would make one, later beside the plain path's next token, so
         that giving the hotword back (the usual outcome) finds the next choices' steps already
-        done: with prepacked weights a batch of 2 costs ~1.2 single steps, of 3 ~1.35
-        (2026-12-02, this machine), a give-back 1 each."""
+        done: with prepacked weights the decoder runs a batch of 2 in ~1.1 single steps, of 3
+        in ~1.3 (2026-12-02, this machine), a give-back 1 each. ``fixed``: a dict kept for one
+        clip, where the batch's copies of the encoder states and the cross-attention cache
+        (the same at every step) are made once per batch size."""
         import onnxruntime as ort
 
         n = len(firsts)
-        feed = {"encoder_hidden_states": np.repeat(hidden, n, 0),
-                "input_ids": np.array(firsts, np.int64).reshape(n, 1), "use_cache_branch": np.array([True])}
-        for k, (name, step0) in enumerate(zip(self._outputs[1:], cross[1:]), 1):
-            feed[name.replace("present", "past_key_values")] = (
-                np.concatenate([st[k].numpy() for st in states]) if ".decoder." in name
-                else np.repeat(step0.numpy(), n, 0))
+        fixed = {} if fixed is None else fixed
+        if n not in fixed:
+            fixed[n] = {"encoder_hidden_states": ort.OrtValue.ortvalue_from_numpy(np.repeat(hidden, n, 0))}
+            for name, step0 in zip(self._outputs[1:], cross[1:]):
+                if ".encoder." in name:
+                    fixed[n][name.replace("present", "past_key_values")] = ort.OrtValue.ortvalue_from_numpy(
+                        np.repeat(step0.numpy(), n, 0))
         binding = self.decoder.io_binding()
-        for name, value in feed.items():
-            binding.bind_cpu_input(name, value)
+        for name, value in fixed[n].items():
+            binding.bind_ortvalue_input(name, value)
+        binding.bind_cpu_input("input_ids", np.array(firsts, np.int64).reshape(n, 1))
+        binding.bind_cpu_input("use_cache_branch", np.array([True]))
+        for k, name in enumerate(self._outputs[1:], 1):
+            if ".decoder." in name:
+                binding.bind_cpu_input(name.replace("present", "past_key_values"),
+                                       np.concatenate([st[k].numpy() for st in states]))
         for name in self._outputs:
             binding.bind_output(name, "cpu")
         self.decoder.run_with_iobinding(binding)
-        arrays = [o.numpy() for o in binding.get_outputs()]
-        return [[ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + 1])) for a in arrays]
-                for i in range(n)]
+        out = []
+        for o, name, step0 in zip(binding.get_outputs(), self._outputs, [None] + list(cross[1:])):
+            # the cross-attention outputs are step 0's again (never read after step 0): not copied
+            out.append([step0] * n if ".encoder." in name else np.split(o.numpy(), n))
+        return [[x if isinstance(x, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x))
+                 for x in (col[i] for col in out)] for i in range(n)]
 
     def _force_from(self, hidden: np.ndarray):
         """``force(state, cross, ys, floor, lps) -> (log_probs, outputs, done)``: the decoder run
