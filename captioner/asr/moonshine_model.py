@@ -44,8 +44,9 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
-#: With a hotword list, run a steered hotword start and the plain token in one batch of 2
-#: (:meth:`MoonshineModel._batch`); needs the decoder's weights prepacked (+57 MB resident).
+#: With a hotword list, run a steered hotword's tokens beside the plain path's (and a place's
+#: second try) in one batch of 2 or 3 (:meth:`MoonshineModel._batch`); needs the decoder's
+#: weights prepacked (+57 MB resident).
 SPECULATE = True
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
