@@ -52,7 +52,8 @@ MARGIN_PER_TOKEN = 5.0
 #: A span whose every token the model read with a log-probability above this is not checked
 #: (a surely read word is not a misheard hotword; saves the check's decoder steps). Measured on
 #: ``bench/hotwords.py`` (boost 6, 2026-12-02): the spans respelled had a least token
-#: log-probability between -0.85 and -1.7; of the spans checked and kept, a third were above -0.5.
+#: log-probability between -0.85 and -1.7; of the spans checked and kept, about a third were
+#: above -0.5.
 SURE_LOGPROB = -0.5
 #: Candidates checked per clip (each costs up to one decoder step per hotword token).
 MAX_CHECKS = 4
