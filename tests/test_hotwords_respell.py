@@ -60,28 +60,31 @@ class Outs:
         return self.logits[None, None, :]
 
 
-def _respelling(tok, hotword_lp: float):
+def _respelling(tok, hotword_lp: float, sure: bool = False):
     """A clip that decoded " the Wrightline" and goes on with " is"; the model gives the
-    hotword Brightlyne's tokens ``hotword_lp`` each (the decoded ones 0: sure)."""
+    hotword Brightlyne's tokens ``hotword_lp`` each (the decoded ones log(1/2) each, as likely
+    as another token; ``sure``: 0, no other token)."""
     tree = HotwordTree(["Brightlyne"], tok, boost=6.0)
     tokens = tok.encode(SPACE_MARK + "the Wrightline")
     word = tok.encode(SPACE_MARK + "Brightlyne")
     start = len(tok.encode(SPACE_MARK + "the"))
     nxt = tok.encode(SPACE_MARK + "is")[0]
-    states = [Outs({t: 0.0}) for t in tokens] + [Outs({nxt: 0.0})]
-    states[start] = Outs({tokens[start]: 0.0, word[0]: hotword_lp})
+    other = {} if sure else {tok.encode(SPACE_MARK + "zebra")[0]: 0.0}
+    states = [Outs({t: 0.0}) for t in tokens[:start]] + [Outs({t: 0.0, **other}) for t in tokens[start:]]
+    states += [Outs({nxt: 0.0})]
+    states[start] = Outs({tokens[start]: 0.0, word[0]: hotword_lp, **other})
     forced = []
 
-    def force(state, cross, ys, floor):  # as MoonshineModel's: a decoder step per token once above the floor
-        lps = [float(state.logits[ys[0]])]
-        if lps[0] < floor:
-            return None
-        forced.append(tuple(ys))
-        for _ in ys[1:]:
-            lps.append(hotword_lp)
-            if sum(lps) < floor:
-                return None
-        return lps, Outs({nxt: 0.0})
+    def force(state, cross, ys, floor, lps):  # as MoonshineModel's: a decoder step per token once above the floor
+        lps = list(lps)
+        for i in range(len(lps), len(ys)):
+            lp = float(state.logits[ys[0]]) if i == 0 else hotword_lp
+            if sum(lps) + lp < floor:
+                return lps, state, False
+            if i == 0:
+                forced.append(tuple(ys))
+            lps.append(lp)
+        return lps, Outs({nxt: 0.0}), True
 
     return hr.Respelling(tree, force), tokens, states, nxt, word, start, forced
 
@@ -99,6 +102,33 @@ def test_a_close_word_the_model_rules_out_is_kept_without_a_full_check(tok):
     assert respell.check(tokens, states, nxt) is None
     assert respell.check(tokens, states, END) is None  # each span is checked once
     assert forced == [tuple(word)]
+
+
+def test_a_word_read_surely_is_not_checked(tok):
+    respell, tokens, states, nxt, word, start, forced = _respelling(tok, hotword_lp=-2.0, sure=True)
+    assert respell.check(tokens, states, nxt) is None and forced == []
+
+
+def test_a_check_against_a_lower_floor_resumes_where_the_last_one_stopped(tok):
+    respell, tokens, states, nxt, word, start, forced = _respelling(tok, hotword_lp=-8.0)
+    calls = []
+    force = respell.force
+
+    def spy(state, cross, ys, floor, lps):
+        calls.append((state, list(lps)))
+        return force(state, cross, ys, floor, lps)
+
+    respell.force = spy
+    assert respell.check(tokens, states, nxt) is None  # -8 a token: stops below the floor
+    assert [lps for _, lps in calls] == [[]] * len(calls)  # from the span's start
+    done = respell.forced[(start, tuple(word))]
+    assert not done[2] and len(done[0]) >= 1  # forced part of the word, then stopped
+    respell.per_token = 100.0  # a lower floor: the same place and hotword again
+    respell.seen.clear()
+    cand, lps, outs = respell.check(tokens, states, nxt)
+    assert any(state is done[1] and lps == done[0] for state, lps in calls[-2:])  # resumed where it stopped
+    assert len(lps) == len(word) and lps[1:] == [-8.0] * (len(word) - 1)
+    assert forced == [tuple(word)]  # the first token forced once
 
 
 def test_no_second_pass_at_boost_zero(tok):

@@ -40,3 +40,42 @@ def test_speculation_saves_decoder_steps_and_changes_no_token(model, tmp_path, m
     slow = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
     assert fast == slow
     assert fast_runs < runs[0], (fast_runs, runs[0])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_token(model, tmp_path, monkeypatch):
+    """A place's second hotword try runs in the steered start's batch (a batch of 3), and a
+    steered match's later tokens run beside the plain path's next step (two different
+    caches in one batch): same tokens as one decoder step at a time, fewer decoder calls."""
+    from bench.hotwords import synthetic_words
+    from tests.test_hotwords import _clip
+
+    tree = model.hotwords(synthetic_words(500))
+    runs = [0]
+    real = model.decoder.run_with_iobinding
+    real_batch = model._batch
+    kinds = []
+
+    def counted(*a, **k):
+        runs[0] += 1
+        return real(*a, **k)
+
+    def batch(hidden, states, cross, firsts, fixed=None):
+        kinds.append((len(firsts), len({id(s) for s in states})))
+        return real_batch(hidden, states, cross, firsts, fixed)
+
+    monkeypatch.setattr(model.decoder, "run_with_iobinding", counted)
+    monkeypatch.setattr(model, "_batch", batch)
+    clips = [_clip(tmp_path, s, v) for s, v in (("Then call Siobhan and ask about the Kubernetes upgrade.", "en-gb-scotland"),
+                                                ("Doctor Okonkwo will review the Nakamura contract tomorrow.",
+                                                 "en-029"))]
+    hidden = [model.encode(c) for c in clips]
+    budgets = [model.max_tokens(len(c)) for c in clips]
+    fast = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
+    fast_runs, runs[0] = runs[0], 0
+    assert (3, 1) in kinds and (2, 2) in kinds, kinds  # a second try batched; a later token beside the plain path
+    monkeypatch.setattr(mm, "SPECULATE", False)
+    slow = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
+    assert fast == slow
+    assert fast_runs < runs[0], (fast_runs, runs[0])

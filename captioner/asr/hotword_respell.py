@@ -49,6 +49,12 @@ MIN_KEY = 5
 #: Most nats per hotword token the hotword version may lose against the decoded words, at
 #: the default boost (scaled by ``min(boost, DEFAULT_BOOST) / DEFAULT_BOOST``).
 MARGIN_PER_TOKEN = 5.0
+#: A span whose every token the model read with a log-probability above this is not checked
+#: (a surely read word is not a misheard hotword; saves the check's decoder steps). Measured on
+#: ``bench/hotwords.py`` (boost 6, 2026-12-02): the spans respelled had a least token
+#: log-probability between -0.85 and -1.7; of the spans checked and kept, about a third were
+#: above -0.5.
+SURE_LOGPROB = -0.5
 #: Candidates checked per clip (each costs up to one decoder step per hotword token).
 MAX_CHECKS = 4
 
@@ -169,12 +175,15 @@ class Respelling:
     the span's plus the best next token there (what it wrote); the hotword is taken when it
     is at most :data:`MARGIN_PER_TOKEN` nats per token below (scaled with the boost). The
     forcing stops as soon as the hotword falls below that (often before its first decoder
-    step); each place and hotword is forced once; at most :data:`MAX_CHECKS` per clip.
+    step); each place and hotword is forced once (a check against a lower floor resumes
+    where the last one stopped); at most :data:`MAX_CHECKS` per clip. A span the model read
+    surely (every token's log-probability above :data:`SURE_LOGPROB`) is not checked.
 
     Args:
         tree: the hotwords (:class:`captioner.asr.hotwords.HotwordTree`); boost 0 turns this off.
-        force: ``force(state, cross, ids) -> outputs``: the decoder on ``ids`` at once after
-            ``state``'s prefix (``MoonshineModel.decode``).
+        force: ``force(state, cross, ids, floor, log_probs) -> (log_probs, outputs, done)``: the
+            decoder teacher-forced on ``ids`` after ``state``'s prefix, stopping below ``floor``
+            and resumable (``MoonshineModel._force_from``).
     """
 
     def __init__(self, tree, force: Callable) -> None:
@@ -199,19 +208,22 @@ class Respelling:
             if key in self.seen or any(s is None for s in states[cand.start:cand.end + 1]):
                 continue
             self.seen.add(key)
-            old = sum(float(_log_softmax(_logits(states[p]))[tokens[p]]) for p in range(cand.start, cand.end))
+            read = [float(_log_softmax(_logits(states[p]))[tokens[p]]) for p in range(cand.start, cand.end)]
+            if min(read) > SURE_LOGPROB:
+                continue  # read surely: a word the model hears this clearly is not a misheard hotword
+            old = sum(read)
             old += float(_log_softmax(_logits(states[cand.end])).max())
             margin = self.per_token * len(cand.ids)
             floor = old - margin
-            memo = self.forced.get((cand.start, cand.ids))
-            if memo is None or (memo[0] is None and floor < memo[2]):  # not tried, or tried against a higher floor
+            memo = self.forced.get((cand.start, cand.ids))  # (log_probs, outputs, done, floor or total)
+            if memo is None or (not memo[2] and floor < memo[3]):  # not tried, or stopped above this floor
                 self.checks += 1
-                done = self.force(states[cand.start], self.cross, cand.ids, floor)
-                memo = (None, None, floor) if done is None else (
-                    done[0], done[1], sum(done[0]) + float(_log_softmax(_logits(done[1])).max()))
+                lps, outs = (memo[0], memo[1]) if memo is not None else ([], states[cand.start])
+                lps, outs, done = self.force(outs, self.cross, cand.ids, floor, lps)  # resumes where it stopped
+                memo = (lps, outs, done, sum(lps) + float(_log_softmax(_logits(outs)).max()) if done else floor)
                 self.forced[(cand.start, cand.ids)] = memo
-            self.last = (cand, memo[2] - old if memo[0] is not None else None)
-            if memo[0] is not None and memo[2] >= floor:
+            self.last = (cand, memo[3] - old if memo[2] else None)
+            if memo[2] and memo[3] >= floor:
                 return cand, memo[0], memo[1]
             if self.checks >= MAX_CHECKS:
                 break

@@ -201,6 +201,31 @@ class Biasing:
         snap = self.snapshot
         return self.tree is not None and snap is not None and snap.pos == pos and self.cost > 0
 
+    def deep(self, pos: int) -> bool:
+        """Whether the token just chosen at ``pos`` goes on with a match the bonus steered that
+        began before ``pos`` (the match is given back unless the hotword's tokens go on)."""
+        snap = self.snapshot
+        return self.tree is not None and snap is not None and snap.pos < pos and self.cost > 0
+
+    def next_try(self, tokens: list[int], logits: np.ndarray, token: int) -> int | None:
+        """The token :meth:`choose` would take at ``len(tokens)`` (``logits``: that step's) once
+        the steered start ``token`` just chosen there is given back at once: the place's next
+        hotword try, or ``None`` when the plain choice would stand (a guess for the decoder's
+        batch; nothing changes)."""
+        tree, snap = self.tree, self.snapshot
+        if tree is None or snap is None or self.redone + 1 > REDO_SHARE * self.max_tokens:
+            return None
+        saved = self.node, self.bans, self.completed
+        try:
+            self.node = snap.node
+            self.bans = dict(self.bans)
+            self.bans[len(tokens)] = self.bans.get(len(tokens), set()) | {token}
+            self.completed = [c for c in self.completed if c[0] <= len(tokens)]
+            nxt, cost = self._pick(tokens, logits)
+        finally:
+            self.node, self.bans, self.completed = saved
+        return nxt if cost > 0 else None
+
     def respelled(self, start: int, end: int, first: int) -> None:
         """The tokens from ``start`` on became a hotword's spelling ending at ``end``, first
         token ``first`` (:mod:`captioner.asr.hotword_respell`): any open match is dropped and

@@ -44,8 +44,9 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
-#: With a hotword list, run a steered hotword start and the plain token in one batch of 2
-#: (:meth:`MoonshineModel._two`); needs the decoder's weights prepacked (+57 MB resident).
+#: With a hotword list, run a steered hotword's tokens beside the plain path's (and a place's
+#: second try) in one batch of 2 or 3 (:meth:`MoonshineModel._batch`); needs the decoder's
+#: weights prepacked (+57 MB resident).
 SPECULATE = True
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
@@ -178,7 +179,9 @@ class MoonshineModel:
             tokens: list[int] = []
             states: list[list | None] = []  # per position: the decoder outputs whose logits chose its token
             pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
-            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered start
+            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered match
+            chain = None  # the plain path beside the open steered match: its last prefix in spare
+            fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
             cross = None
             while len(tokens) < max_tokens:
                 if pending is None and spare:
@@ -223,47 +226,85 @@ class MoonshineModel:
                     if not flag[0] or ".decoder." in name:  # cross-attention cache: from step 0 only
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
                 flag[0] = True
-                if SPECULATE and biasing is not None and biasing.started(len(tokens) - 1):
+                if (SPECULATE and biasing is not None and biasing.started(len(tokens) - 1)
+                        and tuple(tokens) not in spare):  # (a second try's start: run with the first)
+                    prefix = tuple(tokens[:-1])
                     plain = int(np.argmax(chosen))  # the token a give-back would most likely choose here
                     if plain != END:
-                        pending, spare[tuple(tokens[:-1]) + (plain,)] = self._two(hidden, outs, cross, token, plain)
+                        nxt = biasing.next_try(tokens[:-1], chosen, token)  # the place's second try, if any
+                        firsts = [token, plain] + ([nxt] if nxt not in (None, END, token, plain) else [])
+                        pending, *rest = self._batch(hidden, [outs] * len(firsts), cross, firsts, fixed)
+                        spare.update((prefix + (t,), o) for t, o in zip(firsts[1:], rest))
+                        chain = prefix + (plain,)
+                elif SPECULATE and biasing is not None and biasing.deep(len(tokens) - 1) and chain is not None \
+                        and len(chain) == len(tokens) - 1 and chain in spare \
+                        and chain[:biasing.snapshot.pos] == tuple(tokens[:biasing.snapshot.pos]):
+                    # inside a steered match: run the plain path's next step too, so that a give-back
+                    # after a later token of the hotword also finds the plain steps done
+                    guess = int(np.argmax(spare[chain][0].numpy()[0, -1]))
+                    if guess != END:
+                        pending, spare[chain + (guess,)] = self._batch(hidden, [outs, spare[chain]], cross,
+                                                                       [token, guess], fixed)
+                        chain += (guess,)
             return tokens if biasing is None else biasing.finish(tokens)
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
-    def _two(self, hidden: np.ndarray, state: list, cross: list, first: int, second: int) -> tuple[list, list]:
-        """The decoder's next step for two tokens at once after the prefix of ``state`` (a batch
-        of 2; ``cross``: step 0's outputs): the outputs for ``first`` and for ``second``, each as
-        a batch of 1. Run when a hotword's first token was steered in, so that giving it back
-        (the usual outcome) finds the plain token's step already done: with prepacked weights
-        the pair costs ~1.2 single steps (2026-12-02, this machine), a give-back 1."""
+    def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int],
+               fixed: dict | None = None) -> list[list]:
+        """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once, ``firsts[i]``
+        after the prefix of ``states[i]`` (prefixes of one length; one batch; ``cross``: step
+        0's outputs): per token, its outputs as a batch of 1. Run while a hotword the bonus
+        steered in is open (``firsts[0]``): at its start beside the plain token and the place's
+        second try if the biasing would make one, later beside the plain path's next token, so
+        that giving the hotword back (the usual outcome) finds the next choices' steps already
+        done: with prepacked weights the decoder runs a batch of 2 in ~1.1 single steps, of 3
+        in ~1.3 (2026-12-02, this machine), a give-back 1 each. ``fixed``: a dict kept for one
+        clip, where the batch's copies of the encoder states and the cross-attention cache
+        (the same at every step) are made once per batch size."""
         import onnxruntime as ort
 
-        feed = {"encoder_hidden_states": np.repeat(hidden, 2, 0),
-                "input_ids": np.array([[first], [second]], np.int64), "use_cache_branch": np.array([True])}
-        for name, value, step0 in zip(self._outputs[1:], state[1:], cross[1:]):
-            feed[name.replace("present", "past_key_values")] = np.repeat(
-                (value if ".decoder." in name else step0).numpy(), 2, 0)
+        n = len(firsts)
+        fixed = {} if fixed is None else fixed
+        if n not in fixed:
+            fixed[n] = {"encoder_hidden_states": ort.OrtValue.ortvalue_from_numpy(np.repeat(hidden, n, 0))}
+            for name, step0 in zip(self._outputs[1:], cross[1:]):
+                if ".encoder." in name:
+                    fixed[n][name.replace("present", "past_key_values")] = ort.OrtValue.ortvalue_from_numpy(
+                        np.repeat(step0.numpy(), n, 0))
         binding = self.decoder.io_binding()
-        for name, value in feed.items():
-            binding.bind_cpu_input(name, value)
+        for name, value in fixed[n].items():
+            binding.bind_ortvalue_input(name, value)
+        binding.bind_cpu_input("input_ids", np.array(firsts, np.int64).reshape(n, 1))
+        binding.bind_cpu_input("use_cache_branch", np.array([True]))
+        for k, name in enumerate(self._outputs[1:], 1):
+            if ".decoder." in name:
+                binding.bind_cpu_input(name.replace("present", "past_key_values"),
+                                       np.concatenate([st[k].numpy() for st in states]))
         for name in self._outputs:
             binding.bind_output(name, "cpu")
         self.decoder.run_with_iobinding(binding)
-        arrays = [o.numpy() for o in binding.get_outputs()]
-        return tuple([ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a[i:i + 1])) for a in arrays]
-                     for i in (0, 1))
+        out = []
+        for o, name, step0 in zip(binding.get_outputs(), self._outputs, [None] + list(cross[1:])):
+            # the cross-attention outputs are step 0's again (never read after step 0): not copied
+            out.append([step0] * n if ".encoder." in name else np.split(o.numpy(), n))
+        return [[x if isinstance(x, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x))
+                 for x in (col[i] for col in out)] for i in range(n)]
 
     def _force_from(self, hidden: np.ndarray):
-        """``force(state, cross, ys, floor) -> (log_probs, outputs) | None``: the decoder run on
-        the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
-        of the step that scores ``ys[0]``), with ``cross`` (step 0's outputs: the
-        cross-attention cache). ``log_probs``: each token's log-probability; ``outputs``: the
-        last step's (its logits score the token after ``ys``). ``None`` as soon as the sum
-        falls below ``floor``. One step per token: a call on several tokens at once took
-        ~2.3 single steps on this machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
+        """``force(state, cross, ys, floor, lps) -> (log_probs, outputs, done)``: the decoder run
+        on the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
+        of the step that scores ``ys[len(lps)]``; ``lps``: the log-probabilities of the ``ys``
+        already forced, ``[]`` from the start), with ``cross`` (step 0's outputs: the
+        cross-attention cache). ``log_probs``: each forced token's log-probability; ``outputs``:
+        the step that scores the token after them. ``done``: all of ``ys`` forced (``outputs``
+        score the token after ``ys``); False when the sum fell below ``floor`` -- then
+        ``log_probs`` and ``outputs`` stop before the token that fell, and a later call with a
+        lower floor resumes there without running the decoder again on what was forced. One
+        step per token: a call on several tokens at once took ~2.3 single steps on this
+        machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
 
-        def force(state: list, cross: list, ys, floor: float):
+        def force(state: list, cross: list, ys, floor: float, lps: list[float]):
             binding = self.decoder.io_binding()
             binding.bind_cpu_input("encoder_hidden_states", hidden)
             for name, first in zip(self._outputs[1:], cross[1:]):
@@ -271,11 +312,12 @@ class MoonshineModel:
                     binding.bind_ortvalue_input(name.replace("present", "past_key_values"), first)
             binding.bind_cpu_input("use_cache_branch", np.array([True]))
             ids = np.zeros((1, 1), np.int64)
-            outs, lps = state, []
-            for tok in ys:
-                lps.append(log_softmax_at(outs[0].numpy()[0, -1], tok))
-                if sum(lps) < floor:
-                    return None
+            outs, lps = state, list(lps)
+            for tok in ys[len(lps):]:
+                lp = log_softmax_at(outs[0].numpy()[0, -1], tok)
+                if sum(lps) + lp < floor:
+                    return lps, outs, False
+                lps.append(lp)
                 for name, value in zip(self._outputs[1:], outs[1:]):
                     if ".decoder." in name:
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
@@ -285,7 +327,7 @@ class MoonshineModel:
                     binding.bind_output(name, "cpu")
                 self.decoder.run_with_iobinding(binding)
                 outs = binding.get_outputs()
-            return lps, outs
+            return lps, outs, True
 
         return force
 
