@@ -150,6 +150,9 @@ import sys
 # a shell that starts jobs in the background (CI runners, nohup) hands them SIGINT ignored,
 # and Python then keeps it ignored; a terminal's Ctrl-C is what this test is about
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# likewise SIGHUP: under nohup it arrives ignored, and listen then keeps it ignored on purpose
+# (test_stop_requests_keep_an_inherited_ignore); a closing terminal's SIGHUP is what this test is about
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path.insert(0, {root!r})
 from tests.audio_fakes import FakeBackend
 from captioner.commands import listen
