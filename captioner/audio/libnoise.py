@@ -57,10 +57,14 @@ def route_library_noise_to_log() -> bool:
     os.dup2(write_fd, 2)
     os.close(write_fd)
     encoding = getattr(sys.stderr, "encoding", None) or "utf-8"
+    # faulthandler follows to the terminal only when it wrote to the process's own stderr; a test
+    # runner that captures output keeps faulthandler on its own copy of the terminal (pytest does:
+    # moved onto its capture, a crash's traceback was lost with the capture file)
+    follow = faulthandler.is_enabled() and sys.stderr is sys.__stderr__
     sys.stderr = io.TextIOWrapper(
         io.FileIO(saved, "w", closefd=False), encoding=encoding, errors="backslashreplace", line_buffering=True
     )
-    if faulthandler.is_enabled():
+    if follow:
         faulthandler.enable(file=sys.stderr)
     pump = threading.Thread(target=_pump, args=(read_fd, saved), name="captioner-stderr-filter", daemon=True)
     pump.start()
