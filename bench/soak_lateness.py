@@ -18,7 +18,8 @@ Per run it keeps the GUI thread's 50 ms ``PreciseTimer`` lateness per minute of 
 max), the first minute and the last complete one, the machine's load average at the start and
 the end (a shared 2-core machine: the load is part of the result), and RSS.
 
-    flock /work/notes/bench.lock python bench/soak_lateness.py --before /tmp/before --pace 1x --wall-s 210
+    git archive 22286fc | tar -x -C "$(mktemp -d)"   # the checkout to compare with, as --before DIR
+    python bench/soak_lateness.py --before DIR --pace 1x --wall-s 210
 """
 
 from __future__ import annotations
