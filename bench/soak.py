@@ -243,6 +243,7 @@ def run(args, hold: dict | None = None) -> dict:
     )
     from captioner.events import Stats
     from captioner.ui.app import CaptionerApp
+    from captioner.ui.main_thread_gc import MainThreadGC
     from captioner.ui.settings import Keys, Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="soak-", dir=getattr(args, "workdir", None)))
@@ -292,6 +293,8 @@ def run(args, hold: dict | None = None) -> dict:
     settings.set(Keys.OVERLAY_VISIBLE, True)
     controller = EngineController(EngineWorker(backend_factory, source_factory, pipeline_factory))
     app = CaptionerApp(settings, controller)
+    collector = MainThreadGC()  # as run_gui does: cycles are collected on the GUI thread only
+    collector.start()
     app.show()
     if hold is not None:
         hold["app"] = app
@@ -490,6 +493,7 @@ def run(args, hold: dict | None = None) -> dict:
         "samples": samples,
     }
     app.shutdown()
+    collector.stop()
     return result
 
 

@@ -16,6 +16,7 @@ from captioner.engine.qt_worker import EngineController
 from captioner.resources import APP_ID
 from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon
+from captioner.ui.main_thread_gc import MainThreadGC
 from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.overlay_window import DISPLAY_NAME
@@ -238,6 +239,10 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
     wake = QTimer()
     wake.start(300)
     wake.timeout.connect(lambda: None)
+    # from here on, cycles are collected on this thread only: a widget freed by a collection that
+    # the engine's thread happened to set off crashes Qt (main_thread_gc explains)
+    collector = MainThreadGC()
+    collector.start()
     try:
         gui.show()
         if autostart:
@@ -247,6 +252,7 @@ def run_gui(argv: list[str] | None = None, *, settings: Settings | None = None, 
         return code
     finally:
         wake.stop()
+        collector.stop()
         for sig, handler in previous_signals.items():
             signal.signal(sig, handler)
         sys.excepthook = previous_hook

@@ -68,63 +68,31 @@ def test_run_gui_opens_the_window_and_returns_zero(qtbot, settings):
     assert len(seen) == 1 and seen[0].windowTitle() == "captioner"
 
 
-QUIT_WHILE_CAPTIONING = r"""
-import sys
-sys.path[:0] = [{root!r}, {ui!r}]
-from PySide6.QtWidgets import QApplication
-import time
-from ui_fakes import fake_factories, speech, write_wav
-from captioner.engine.qt_worker import EngineController, EngineWorker
-from captioner.transcript import find_unfinished
-from captioner.ui.app import CaptionerApp
-from captioner.ui.settings import Keys, Settings
+def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_path):
+    """Quit while captioning: the last words are kept and the journal is closed. In the full
+    suite this test twice died with SIGSEGV inside Qt: the model loader's thread set off a garbage
+    collection that freed widgets of earlier tests (issue 30; tests/ui/test_main_thread_gc.py)."""
+    from ui_fakes import fake_factories, speech, write_wav
 
-app_ = QApplication([])
+    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.transcript import find_unfinished
 
-
-def wait_until(ok, timeout_s=5.0):  # qtbot.waitUntil without pytest: the event loop runs meanwhile
-    deadline = time.monotonic() + timeout_s
-    while not ok():
-        assert time.monotonic() < deadline, "timed out"
-        app_.processEvents()
-        time.sleep(0.01)
-
-
-words = ["alpha", "bravo", "charlie", "delta"]
-write_wav({wav!r})
-settings = Settings.from_file({ini!r})
-settings.set(Keys.SOURCE_MODE, "file")
-settings.set(Keys.FILE, {wav!r})
-bf, sf, pf, record = fake_factories({{"talk.wav": speech(words, gap_chunks=0)}})
-app = CaptionerApp(settings, EngineController(EngineWorker(bf, sf, pf)))
-app.show()
-app.window.start()
-wait_until(lambda: bool(record["pipelines"]) and record["pipelines"][0].fed_all.is_set())
-wait_until(lambda: app.window.engine_state == "running")
-app.shutdown()  # what quitting does: drain, deliver the last events, close the journal
-assert app.window.recorder.transcript.text().split() == words, app.window.recorder.transcript.text()
-assert find_unfinished() == []  # the journal was closed cleanly
-print("ok", flush=True)
-"""
-
-
-def test_quitting_while_captioning_keeps_the_last_words(tmp_path):
-    """Quit while captioning: the last words are kept and the journal is closed. Run in a fresh
-    interpreter: in the full suite's process this test crashed twice (SIGSEGV inside Qt) after
-    hundreds of other tests, never alone (issue 30; the cause is still to be found)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    ui = Path(__file__).resolve().parent
-    script = QUIT_WHILE_CAPTIONING.format(root=str(ui.parents[1]), ui=str(ui), wav=str(tmp_path / "talk.wav"),
-                                          ini=str(tmp_path / "captioner.ini"))
-    env = dict(os.environ, CAPTIONER_DATA_DIR=str(tmp_path / "data"), CAPTIONER_CONFIG_DIR=str(tmp_path / "cfg"),
-               QT_QPA_PLATFORM=os.environ.get("QT_QPA_PLATFORM", "offscreen"))
-    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    words = ["alpha", "bravo", "charlie", "delta"]
+    wav = tmp_path / "talk.wav"
+    write_wav(wav)
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(wav))
+    bf, sf, pf, record = fake_factories({"talk.wav": speech(words, gap_chunks=0)})
+    app = CaptionerApp(settings, EngineController(EngineWorker(bf, sf, pf)))
+    qtbot.addWidget(app.window)
+    qtbot.addWidget(app.overlay)
+    app.show()
+    app.window.start()
+    qtbot.waitUntil(lambda: bool(record["pipelines"]) and record["pipelines"][0].fed_all.is_set(), timeout=5000)
+    qtbot.waitUntil(lambda: app.window.engine_state == "running", timeout=5000)
+    app.shutdown()  # what quitting does: drain, deliver the last events, close the journal
+    assert app.window.recorder.transcript.text().split() == words
+    assert find_unfinished() == []  # the journal was closed cleanly
 
 
 def test_run_gui_without_a_display_says_so_and_returns_1(monkeypatch, capsys, settings):
