@@ -1,7 +1,8 @@
-"""A completed line's final text: the surer of two framings (issue 27.1).
+"""A completed line's final text: the surer of two framings (issue 27.1), read at once live.
 
-The unit tests drive :meth:`MoonshineBackend._line_text` with a scripted model; the slow
-test reads sentences that the line as cut read wrong (``bench/voice_sets.py``, 2026-12-02).
+The unit tests drive :meth:`MoonshineBackend._line_text` and :class:`LineReader` with a
+scripted model; the slow tests read sentences that the line as cut read wrong
+(``bench/voice_sets.py``, 2026-12-02) and cancel a real model's reading.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import threading
+
+from captioner.asr.base import BackendError, DecodeCancelled
+from captioner.asr.line_framing import LineReader
 from captioner.asr.moonshine import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, MoonshineBackend
 from tests.speech import have_espeak, normalize_words
 
@@ -89,6 +94,106 @@ def test_a_model_without_scores_reads_the_line_once():
     model = PlainModel()
     assert backend_with(model)._line_text(line()) == "plain text."
     assert model.calls == 1
+
+
+class ConcurrentModel:
+    """A cancellable scripted model. The reading as cut returns only once the framed reading has
+    started (a reader that reads them in turn fails here); with ``hold`` the framed reading
+    waits for its ``stop`` and ends with :class:`DecodeCancelled`."""
+
+    cancellable = True
+
+    def __init__(self, cut, framed, *, hold: bool = False, cut_error: Exception | None = None) -> None:
+        self.answers = {"cut": cut, "framed": framed}
+        self.hold, self.cut_error = hold, cut_error
+        self.framed_started = threading.Event()
+        self.threads: dict[str, str] = {}
+
+    def transcribe_scored(self, audio, stop=None):
+        lead = int(FRAME_LEAD_S * SR)
+        kind = "framed" if len(audio) > lead and not np.any(audio[:lead]) else "cut"
+        self.threads[kind] = threading.current_thread().name
+        if kind == "framed":
+            self.framed_started.set()
+            if self.hold:
+                assert stop is not None and stop.wait(5), "the framed reading was never cancelled"
+                raise DecodeCancelled("not needed")
+            return self.answers["framed"]
+        assert self.framed_started.wait(5), "the framings were read in turn"
+        if self.cut_error is not None:
+            raise self.cut_error
+        return self.answers["cut"]
+
+
+def test_live_reads_both_framings_at_once_and_keeps_the_same_text():
+    model = ConcurrentModel(("No masks stop.", -0.33), ("The bus stop.", -0.07))
+    reader = LineReader(model, at_once=True)
+    try:
+        assert reader.read(line()) == "The bus stop."  # as read in turn (above)
+    finally:
+        reader.close()
+    assert model.threads["cut"] == threading.current_thread().name
+    assert model.threads["framed"].startswith("captioner-framing")
+    assert reader.started_at_once == 1 and reader.cancelled == 0
+
+
+def test_a_sure_first_reading_cancels_the_second_one():
+    model = ConcurrentModel(("The bus stop.", SURE_LOGPROB + 0.01), ("The bus stops.", -0.001), hold=True)
+    reader = LineReader(model, at_once=True)
+    try:
+        assert reader.read(line()) == "The bus stop."
+    finally:
+        reader.close()  # returns: the framed reading ended at its stop
+    assert reader.started_at_once == 1 and reader.cancelled == 1
+
+
+def test_a_failing_first_reading_raises_and_cancels_the_second():
+    model = ConcurrentModel(("", 0.0), ("The bus stop.", -0.07), hold=True, cut_error=BackendError("decoder failed"))
+    reader = LineReader(model, at_once=True)
+    try:
+        with pytest.raises(BackendError, match="decoder failed"):
+            reader.read(line())
+    finally:
+        reader.close()
+    assert reader.cancelled == 1
+
+
+def test_a_model_that_cannot_cancel_reads_in_turn_and_the_file_path_never_at_once():
+    model = ScriptedModel(("No masks stop.", -0.33), ("The bus stop.", -0.07))
+    reader = LineReader(model, at_once=True)  # no ``cancellable``: in turn, on this thread
+    assert not reader.at_once and reader.read(line()) == "The bus stop."
+    assert model.calls == ["cut", "framed"]
+    reader.close()
+    live = MoonshineBackend(model=ConcurrentModel(("a", -0.5), ("b", -0.1)), vad=lambda w, s: (0.0, s),
+                            partials=False, line_workers=2)
+    assert not live._reader.at_once  # the line pool reads two lines at once instead
+    live.close()
+
+
+@pytest.mark.slow
+def test_a_real_reading_stops_at_its_stop_and_reads_the_same_at_once(tmp_path):
+    """The real model: a set ``stop`` ends a reading with DecodeCancelled, and a line read with
+    the framings at once gives the text read in turn."""
+    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_model import shared_model
+    from captioner.audio.fileio import load_audio
+    from tests.speech import espeak
+
+    if not have_espeak():
+        pytest.skip("espeak-ng is not installed (scripts/test.sh installs it)")
+    model = shared_model(default_model_dir())
+    clip = load_audio(espeak("Finance would like a short written explanation.", tmp_path / "s.wav", 175), SR)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(DecodeCancelled):
+        model.transcribe_scored(clip, stop=stop)
+    turn, once = LineReader(model), LineReader(model, at_once=True)
+    try:
+        for piece in (clip, clip[: len(clip) * 2 // 3], clip[int(0.05 * SR):]):
+            assert once.read(piece) == turn.read(piece)
+    finally:
+        once.close()
+    assert once.started_at_once == 3
 
 
 @pytest.mark.slow

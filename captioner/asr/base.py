@@ -25,6 +25,11 @@ class BackendError(RuntimeError):
     """A model could not be loaded or run. The message says what and how to fix it."""
 
 
+class DecodeCancelled(Exception):
+    """A decode was cancelled by its caller (its ``stop`` event was set) before it finished;
+    nothing is wrong with the model (:mod:`captioner.asr.line_framing`)."""
+
+
 @dataclass
 class StepRow:
     """One session's slot in a batched model call.

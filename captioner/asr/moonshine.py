@@ -8,8 +8,9 @@ downloaded.
 
 Each session cuts its audio into *lines* with its own VAD state
 (:mod:`captioner.asr.moonshine_lines`). A completed line is decoded as one clip on the
-engine thread -- again with silence around it when the model is unsure of its reading, the
-surer reading wins (:meth:`MoonshineBackend._line_text`) -- and its text is *final*
+engine thread -- and at the same time with silence around it on a helper thread, kept when the
+model is unsure of the first reading; the surer reading wins (:mod:`captioner.asr.line_framing`)
+-- and its text is *final*
 (followed by ``TurnBoundary(kind="line")``). A file read as fast as it goes (no partials,
 ``line_workers=2``) reads its completed lines on two threads instead, one per core
 (:mod:`captioner.asr.line_pool`; same events, in stream order).
@@ -39,6 +40,14 @@ import numpy as np
 from captioner.asr.agreement import MIN_GAP_S, LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
+from captioner.asr.line_framing import (  # noqa: F401 - FRAME_*, SURE_LOGPROB: where they lived before
+    END_PAD_S,
+    FRAME_LEAD_S,
+    FRAME_TAIL_S,
+    SURE_LOGPROB,
+    WORDS_MIN_S,
+    LineReader,
+)
 from captioner.asr.line_pool import LinePool, PendingLine
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
@@ -55,35 +64,6 @@ if TYPE_CHECKING:  # the budget lives with the engine; the backend only consults
 #: with none a 1 s clip decoded as "Our next trainer to our next", with 0.2 s as "Our next
 #: training."; 0.6 s gave nothing for clips under ~1.5 s).
 PARTIAL_PAD_S = 0.2
-#: The same silence appended to the last line when the input ends (end of a file, Stop):
-#: a line the VAD closed already ends in ~0.3 s of silence, this one ends on the last
-#: sample (measured 2026-12-01: a bare 0.3 s espeak-ng "Yes." decoded as "us us us us us
-#: us", "No." as "Now, now, now,"; with 0.2 s appended "Yes.", "No.", "Okay.", and the
-#: 4.6 s and 1.6 s sentences ending 150 ms after their last word decode unchanged).
-END_PAD_S = PARTIAL_PAD_S
-#: A completed line is read in two framings and the reading the model is surer of is its final
-#: text (:meth:`MoonshineBackend._line_text`): the line as cut, and the line with
-#: :data:`FRAME_LEAD_S` of silence before it and :data:`FRAME_TAIL_S` after it. Why: the
-#: model's reading of a line flips with shifts of its framing of a few milliseconds, in no
-#: fixed direction. Measured 2026-12-02 on ``bench/voice_sets.py`` (three multi-voice
-#: espeak-ng meetings): the moonshine-voice runtime cut the same lines (63 of 64 start and end
-#: within 0.1 s of ours, most within 30 ms), and its clips decoded by our decoder give its text
-#: (40/40) -- yet 35 of the 64 lines read differently; a start 6 ms later turned "plants turn
-#: sunlight" into "plants join sunlight".
-#: One framing per line: WER 12.8 / 17.0 / 24.6 % (as cut), 16.1 / 16.0 / 19.8 % (with the
-#: silence), the old runtime 14.7 / 20.2 / 23.4 %; the surer of the two: 10.1 / 13.3 / 16.8 %.
-#: The silence before the line also reads a clip that starts abruptly in loud sound, which
-#: alone reads as nothing (espeak-ng speech 20x over full scale, clipped flat).
-FRAME_LEAD_S = 0.25
-FRAME_TAIL_S = 0.6
-#: A reading as cut whose mean token log-probability (natural log, end token included) is at
-#: least this is kept without the second framing: the model is sure of it (60-65 % of the
-#: lines of ``bench/voice_sets.py``, same WER there as always reading both).
-SURE_LOGPROB = -0.1
-#: A line of at least this many seconds that one framing reads as words and the other as
-#: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
-#: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
-WORDS_MIN_S = 1.0
 #: Words at the end of a partial re-decode that LocalAgreement never commits (see
 #: ``captioner.asr.agreement.MIN_CLIP_S`` for what protects the last words instead).
 HOLDBACK_WORDS = 0
@@ -247,6 +227,8 @@ class MoonshineBackend(Backend):
         self._worker = PartialWorker(self._decode_clip, threaded=threaded)
         workers = min(int(line_workers), usable_cpus())
         self._pool = LinePool(self._line_text, workers) if workers > 1 and not self.partials else None
+        # live, with a core for it: an unsure line's second framing is read beside the first
+        self._reader = LineReader(model, self._bias, at_once=threaded)
 
     def describe(self) -> str:
         """One line: model and geometry."""
@@ -308,7 +290,7 @@ class MoonshineBackend(Backend):
                 out.append(PendingLine(self._pool.submit(clip, at_end), partial(self._decoded_line, state, start, end)))
                 continue
             had = bool(state.agreement.committed)
-            rest = state.agreement.finish(self._line_text(clip, at_end))
+            rest = state.agreement.finish(self._line_text(clip, at_end, at_once=True))
             out += self._line_events(state, rest, start, end, had)
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
@@ -329,38 +311,15 @@ class MoonshineBackend(Backend):
         so all of it is final, as :meth:`LineAgreement.finish` would give); called in stream order."""
         return self._line_events(state, " ".join(text.split()), start, end, had=False)
 
-    def _line_text(self, clip: np.ndarray, at_end: bool = False) -> str:
-        """Final text of a completed line's ``[n] float32`` samples: the surer of two framings.
-
-        The line as cut (with :data:`END_PAD_S` of silence appended when the input ended on
-        it) is read first; unless that reading is non-empty and sure (mean token
-        log-probability >= :data:`SURE_LOGPROB`), the line is read again with
-        :data:`FRAME_LEAD_S` of silence before and :data:`FRAME_TAIL_S` after it, and the
-        reading with the higher mean token log-probability is kept. A model without
-        ``transcribe_scored`` (test doubles) reads the line once, as cut.
+    def _line_text(self, clip: np.ndarray, at_end: bool = False, at_once: bool = False) -> str:
+        """Final text of a completed line's ``[n] float32`` samples: the surer of two framings
+        (:meth:`LineReader.read <captioner.asr.line_framing.LineReader.read>`; ``at_once``: the
+        second framing on the helper thread while the first is read, live only).
 
         Raises:
             BackendError: the model failed.
         """
-        sr = self.sample_rate
-        if at_end:
-            clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
-        scored = getattr(self.model, "transcribe_scored", None)
-        if scored is None:
-            return self._decode_clip(clip)
-        text, score = scored(clip, **self._bias)
-        text = text.strip()
-        if text and score >= SURE_LOGPROB:
-            return collapse_repeats(text)
-        framed = np.concatenate([np.zeros(int(FRAME_LEAD_S * sr), np.float32), clip,
-                                 np.zeros(int(FRAME_TAIL_S * sr), np.float32)])
-        text2, score2 = scored(framed, **self._bias)
-        text2 = text2.strip()
-        if len(clip) >= WORDS_MIN_S * sr and bool(text) != bool(text2):
-            text = text or text2  # words read in one framing are not silence
-        elif score2 > score:
-            text = text2
-        return collapse_repeats(text)
+        return self._reader.read(clip, at_end, at_once)
 
     def _record_optional(self, job: PartialJob) -> None:
         """Tell the budget what a finished re-decode cost (collected or thrown away)."""
@@ -484,6 +443,9 @@ class MoonshineBackend(Backend):
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.close()
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.close()
 
 
 def _hotword_tree(model: Any, hotwords: Sequence[str], boost: float | None) -> Any:

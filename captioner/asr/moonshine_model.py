@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from captioner.asr.base import BackendError
+from captioner.asr.base import BackendError, DecodeCancelled
 from captioner.asr.hotword_list import check_hotwords
 from captioner.asr.hotword_respell import Respelling
 from captioner.asr.hotwords import HotwordTree
@@ -100,6 +100,9 @@ class MoonshineModel:
         BackendError: files missing or unreadable, or ONNX Runtime cannot load them.
     """
 
+    #: :meth:`transcribe_scored` takes ``stop`` (:mod:`captioner.asr.line_framing` may cancel a reading)
+    cancellable = True
+
     def __init__(self, model_dir: str | os.PathLike, *, cache_root: str | os.PathLike | None = None,
                  progress: Progress | None = None, prepared: PreparedModel | None = None) -> None:
         import onnxruntime as ort
@@ -139,22 +142,23 @@ class MoonshineModel:
         return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
 
     def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None,
-                 logprobs: list[float] | None = None) -> list[int]:
+                 logprobs: list[float] | None = None, stop: threading.Event | None = None) -> list[int]:
         """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
 
-        ``bias`` and ``logprobs``: see :meth:`decode`.
+        ``bias``, ``logprobs`` and ``stop``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
+            DecodeCancelled: ``stop`` was set.
         """
         if len(audio) < SAMPLE_RATE // 10:  # under 0.1 s: nothing the encoder can read
             return []
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget, bias, logprobs)
+        return self.decode(hidden, budget, bias, logprobs, stop)
 
     def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None,
-               logprobs: list[float] | None = None) -> list[int]:
+               logprobs: list[float] | None = None, stop: threading.Event | None = None) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
 
         Args:
@@ -163,9 +167,12 @@ class MoonshineModel:
             logprobs: when a list is given, the natural-log probability (without any hotword
                 bonus) of every kept token (the end token included when it was reached) is
                 appended to it; a match the biasing takes back takes its entries with it.
+            stop: checked before every decoder step; once set, decoding ends with
+                :class:`~captioner.asr.base.DecodeCancelled` (a reading nobody needs any more).
 
         Raises:
             BackendError: ONNX Runtime failed.
+            DecodeCancelled: ``stop`` was set.
         """
         try:
             binding = self.decoder.io_binding()
@@ -184,6 +191,8 @@ class MoonshineModel:
             fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
             cross = None
             while len(tokens) < max_tokens:
+                if stop is not None and stop.is_set():
+                    raise DecodeCancelled("the reading is not needed any more")
                 if pending is None and spare:
                     pending = spare.pop(tuple(tokens), None)
                 if pending is None:
@@ -247,6 +256,8 @@ class MoonshineModel:
                                                                        [token, guess], fixed)
                         chain += (guess,)
             return tokens if biasing is None else biasing.finish(tokens)
+        except DecodeCancelled:
+            raise
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
 
@@ -331,17 +342,19 @@ class MoonshineModel:
 
         return force
 
-    def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None) -> tuple[str, float]:
+    def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None,
+                          stop: threading.Event | None = None) -> tuple[str, float]:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
         <= 0) of its greedy tokens, the end token included: the model's confidence in
         its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s;
-        ``bias``: hotwords to prefer (:meth:`decode`).
+        ``bias``: hotwords to prefer, ``stop``: cancels the reading (:meth:`decode`).
 
         Raises:
             BackendError: ONNX Runtime failed.
+            DecodeCancelled: ``stop`` was set.
         """
         logprobs: list[float] = []
-        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs))
+        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs, stop=stop))
         return text, (float(np.mean(logprobs)) if logprobs else 0.0)
 
     def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None) -> str:

@@ -1,0 +1,161 @@
+"""A completed line's final text: the surer of two framings of its audio (issue 27).
+
+The default model's reading of a line flips with shifts of its framing of a few milliseconds,
+in no fixed direction. So a completed line is read as cut and, unless the model is sure of that
+reading, again with :data:`FRAME_LEAD_S` of silence before it and :data:`FRAME_TAIL_S` after it;
+the reading with the higher mean token log-probability is the line's final text.
+
+Measured 2026-12-02 on ``bench/voice_sets.py`` (three multi-voice espeak-ng meetings): the
+moonshine-voice runtime cut the same lines (63 of 64 start and end within 0.1 s of ours, most
+within 30 ms), and its clips decoded by our decoder give its text (40/40) -- yet 35 of the 64
+lines read differently; a start 6 ms later turned "plants turn sunlight" into "plants join
+sunlight". One framing per line: WER 12.8 / 17.0 / 24.6 % (as cut), 16.1 / 16.0 / 19.8 % (with
+the silence), the old runtime 14.7 / 20.2 / 23.4 %; the surer of the two: 10.1 / 13.3 / 16.8 %.
+The silence before the line also reads a clip that starts abruptly in loud sound, which alone
+reads as nothing (espeak-ng speech 20x over full scale, clipped flat).
+
+Read one after the other, an unsure line's final waits for two decodes. Live, where a line's
+final is what the reader waits for, :class:`LineReader` with ``at_once=True`` starts the framed
+reading on a helper thread at the same time as the reading as cut (ONNX Runtime releases the
+GIL; each decode runs on one intra-op thread, so the two use both cores) and cancels it
+between two decoder steps when the reading as cut turns out sure. The text is the same as
+reading them in turn; the final of an unsure line (35-40 % of them) comes after the longer of
+the two decodes instead of after both. The file path (``captioner transcribe``) reads two lines
+at once instead (:mod:`captioner.asr.line_pool`) and reads each line's framings in turn.
+
+No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_scored``).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from captioner.asr.base import DecodeCancelled
+from captioner.asr.repeats import collapse_repeats
+from captioner.native_calls import model_call
+
+#: Silence before (s) the second framing of a line.
+FRAME_LEAD_S = 0.25
+#: Silence after (s) the second framing of a line.
+FRAME_TAIL_S = 0.6
+#: A reading as cut whose mean token log-probability (natural log, end token included) is at
+#: least this is kept without the second framing: the model is sure of it (60-65 % of the
+#: lines of ``bench/voice_sets.py``, same WER there as always reading both).
+SURE_LOGPROB = -0.1
+#: A line of at least this many seconds that one framing reads as words and the other as
+#: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
+#: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
+WORDS_MIN_S = 1.0
+#: Seconds of silence appended to the last line when the input ends (end of a file, Stop): a
+#: line the VAD closed already ends in ~0.3 s of silence, this one ends on the last sample
+#: (measured 2026-12-01: a bare 0.3 s espeak-ng "Yes." decoded as "us us us us us us", "No."
+#: as "Now, now, now,"; with 0.2 s appended "Yes.", "No.", "Okay.", and the 4.6 s and 1.6 s
+#: sentences ending 150 ms after their last word decode unchanged).
+END_PAD_S = 0.2
+SAMPLE_RATE = 16000
+
+
+def framed(clip: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """``clip`` (``[n] float32``) with :data:`FRAME_LEAD_S` of silence before and
+    :data:`FRAME_TAIL_S` after it: ``[n + lead + tail] float32``."""
+    return np.concatenate([np.zeros(int(FRAME_LEAD_S * sample_rate), np.float32), clip,
+                           np.zeros(int(FRAME_TAIL_S * sample_rate), np.float32)])
+
+
+def surer(cut: tuple[str, float], other: tuple[str, float], n_samples: int,
+          sample_rate: int = SAMPLE_RATE) -> str:
+    """The final text of a line of ``n_samples`` samples from its two readings ``(text, mean
+    log-probability)``: words over nothing on a line of at least :data:`WORDS_MIN_S`, else the
+    reading with the higher score (the one as cut on a tie)."""
+    (text, score), (text2, score2) = cut, other
+    if n_samples >= WORDS_MIN_S * sample_rate and bool(text) != bool(text2):
+        return text or text2  # words read in one framing are not silence
+    return text2 if score2 > score else text
+
+
+class LineReader:
+    """Reads a completed line's final text (see the module docstring).
+
+    Args:
+        model: the loaded model: ``transcribe(audio, **bias) -> str`` and, for the two
+            framings, ``transcribe_scored(audio, **bias) -> (text, mean log-prob)``; a model
+            with ``cancellable = True`` also takes ``stop=threading.Event`` and raises
+            :class:`~captioner.asr.base.DecodeCancelled` once it is set.
+        bias: keyword arguments of every decode (the hotwords: ``{"bias": tree}`` or ``{}``).
+        at_once: read the second framing on a helper thread while the first is read (live,
+            with two usable cores); needs a cancellable model, else readings go in turn.
+        sample_rate: of the clips (Hz).
+    """
+
+    def __init__(self, model: Any, bias: dict | None = None, *, at_once: bool = False,
+                 sample_rate: int = SAMPLE_RATE) -> None:
+        self.model = model
+        self.bias = dict(bias or {})
+        self.sample_rate = int(sample_rate)
+        self._scored = getattr(model, "transcribe_scored", None)
+        self.at_once = bool(at_once and self._scored is not None and getattr(model, "cancellable", False))
+        self._helper = ThreadPoolExecutor(1, thread_name_prefix="captioner-framing") if self.at_once else None
+        #: lines whose second framing was started beside the first, and how many of those were
+        #: cancelled (the first reading was sure): the CPU the speculation cost, for benchmarks
+        self.started_at_once = 0
+        self.cancelled = 0
+
+    def read(self, clip: np.ndarray, at_end: bool = False, at_once: bool = True) -> str:
+        """Final text of a completed line's ``[n] float32`` samples.
+
+        Args:
+            at_end: the input ended on this line (it is read with :data:`END_PAD_S` of silence
+                appended, in both framings).
+            at_once: with a reader made ``at_once``, read the framings at the same time (the
+                line pool's threads pass False: the other core is busy with the next line).
+
+        Raises:
+            BackendError: the model failed.
+        """
+        sr = self.sample_rate
+        if at_end:
+            clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
+        if self._scored is None:
+            return collapse_repeats(self.model.transcribe(clip, **self.bias).strip())
+        if self._helper is None or not at_once:
+            cut = self._reading(self._scored(clip, **self.bias))
+            if cut[0] and cut[1] >= SURE_LOGPROB:
+                return collapse_repeats(cut[0])
+            return collapse_repeats(surer(cut, self._reading(self._scored(framed(clip, sr), **self.bias)), len(clip), sr))
+        stop = threading.Event()
+        second = self._helper.submit(self._framed_reading, framed(clip, sr), stop)
+        self.started_at_once += 1
+        use_second = False
+        try:
+            cut = self._reading(self._scored(clip, **self.bias))
+            if cut[0] and cut[1] >= SURE_LOGPROB:
+                return collapse_repeats(cut[0])
+            use_second = True
+            return collapse_repeats(surer(cut, self._reading(second.result()), len(clip), sr))
+        finally:
+            if not use_second:  # sure as cut, or the first reading failed: the second is not needed
+                stop.set()
+                second.add_done_callback(self._count_cancelled)
+
+    def _framed_reading(self, clip: np.ndarray, stop: threading.Event) -> tuple[str, float]:
+        with model_call():  # the process never finalises while a decode runs (issue 30.2)
+            return self._scored(clip, stop=stop, **self.bias)
+
+    def _count_cancelled(self, future: Future) -> None:
+        if not future.cancelled() and isinstance(future.exception(), DecodeCancelled):
+            self.cancelled += 1
+
+    @staticmethod
+    def _reading(result: tuple[str, float]) -> tuple[str, float]:
+        text, score = result
+        return text.strip(), float(score)
+
+    def close(self) -> None:
+        """Cancel what was not started and wait for the helper's decode (at most one, and a
+        cancelled one ends at its next decoder step); idempotent."""
+        if self._helper is not None:
+            self._helper.shutdown(wait=True, cancel_futures=True)
