@@ -15,7 +15,9 @@ responsive the event loop stays), the transcript pane's size (blocks, characters
 lines, the journal's bytes, the transcript's characters and the GUI thread's longest time in
 the timed autosave (the whole write before the fix, taking the snapshot after it). With
 ``--tracemalloc`` it also takes a Python heap snapshot every ``--snap-s`` seconds of audio and
-keeps the 12 lines that grew most between consecutive snapshots.
+keeps the 12 lines that grew most between consecutive snapshots. Cycles are collected on the
+GUI thread as in ``run_gui`` (:mod:`captioner.ui.main_thread_gc`); the summary counts those
+collections per generation and gives the longest of each (what one held the GUI thread).
 
 At the end (the audio has been played, the run stops as a file source ends) it times Save as…
 (TXT and SRT) of the whole transcript and checks that the TXT has every segment.
@@ -243,7 +245,11 @@ def run(args, hold: dict | None = None) -> dict:
     )
     from captioner.events import Stats
     from captioner.ui.app import CaptionerApp
-    from captioner.ui.main_thread_gc import MainThreadGC
+
+    try:
+        from captioner.ui.main_thread_gc import MainThreadGC
+    except ImportError:  # --tree of a checkout before it: automatic collection, as that app had
+        MainThreadGC = None
     from captioner.ui.settings import Keys, Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="soak-", dir=getattr(args, "workdir", None)))
@@ -293,8 +299,10 @@ def run(args, hold: dict | None = None) -> dict:
     settings.set(Keys.OVERLAY_VISIBLE, True)
     controller = EngineController(EngineWorker(backend_factory, source_factory, pipeline_factory))
     app = CaptionerApp(settings, controller)
-    collector = MainThreadGC()  # as run_gui does: cycles are collected on the GUI thread only
-    collector.start()
+    # as run_gui does: cycles are collected on the GUI thread only
+    collector = MainThreadGC() if MainThreadGC is not None else None
+    if collector is not None:
+        collector.start()
     app.show()
     if hold is not None:
         hold["app"] = app
@@ -480,6 +488,10 @@ def run(args, hold: dict | None = None) -> dict:
             "late_p99_ms_last_hour_median_window": pct(window(last_hour, 1e9), 0.5) if samples else None,
             "autosave_ms_max_last_hour": max(window(last_hour, 1e9, "autosave_max_ms"), default=None),
             "pane_blocks_end": doc.blockCount(),
+            # cycles are collected on the GUI thread (captioner.ui.main_thread_gc): how often, and
+            # the longest hold of the GUI thread per generation
+            "gc_collections": list(collector.collections) if collector else None,
+            "gc_longest_ms": [round(x * 1000, 1) for x in collector.longest_s] if collector else None,
             "pane_chars_end": doc.characterCount(),
             "segments": len(segs),
             "transcript_chars": transcript_chars,
@@ -493,7 +505,8 @@ def run(args, hold: dict | None = None) -> dict:
         "samples": samples,
     }
     app.shutdown()
-    collector.stop()
+    if collector is not None:
+        collector.stop()
     return result
 
 

@@ -20,6 +20,7 @@ object that is not in a cycle at once, on any thread; only cycles wait for the n
 from __future__ import annotations
 
 import gc
+import time
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -38,6 +39,7 @@ class MainThreadGC(QObject):
 
     Attributes:
         collections: ``[gen0, gen1, gen2]`` collections this object ran (for tests and benchmarks).
+        longest_s: the longest of them per generation (s): what a collection held the GUI thread.
     """
 
     def __init__(self, parent: QObject | None = None, interval_ms: int = INTERVAL_MS) -> None:
@@ -47,6 +49,7 @@ class MainThreadGC(QObject):
         self._timer.timeout.connect(self.collect_due)
         self._was_enabled: bool | None = None
         self.collections = [0, 0, 0]
+        self.longest_s = [0.0, 0.0, 0.0]
 
     @property
     def active(self) -> bool:
@@ -88,7 +91,9 @@ class MainThreadGC(QObject):
         if not thresholds[0] or counts[0] <= thresholds[0]:
             return -1
         due = max(g for g in range(3) if counts[g] > thresholds[g])
+        t0 = time.perf_counter()
         gc.collect(due)
+        self.longest_s[due] = max(self.longest_s[due], time.perf_counter() - t0)
         self.collections[due] += 1
         return due
 
