@@ -180,6 +180,11 @@ def plot(report: dict, path: Path) -> None:
 
 
 def main() -> None:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # started as a background job (``cmd &``): the commands would inherit SIGINT ignored, and
+        # ``listen`` keeps an inherited ignore (nohup semantics), so the Ctrl-C that ends each run
+        # would never arrive; with a handler here, each child starts with the default action
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=None, help="another checkout to run too (the 'before')")
     ap.add_argument("--tree-name", default="before", help="its name in the JSON")
