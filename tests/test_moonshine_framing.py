@@ -158,6 +158,30 @@ def test_a_failing_first_reading_raises_and_cancels_the_second():
     assert reader.cancelled == 1
 
 
+def test_close_returns_in_bounded_time_while_a_second_reading_hangs():
+    """A hung model must not hold Stop/Quit (2 s): close cancels, waits 0.5 s at most, returns."""
+    import time
+
+    unblock = threading.Event()
+
+    class Hung(ConcurrentModel):
+        def transcribe_scored(self, audio, stop=None):
+            if stop is not None:  # the second reading: stuck inside the model, deaf to its stop
+                self.framed_started.set()
+                unblock.wait(10)
+                return ("late", -0.1)
+            return super().transcribe_scored(audio)
+
+    model = Hung(("The bus stop.", SURE_LOGPROB + 0.01), ("", 0.0))
+    reader = LineReader(model, at_once=True)
+    assert reader.read(line()) == "The bus stop."
+    t0 = time.monotonic()
+    reader.close(timeout=0.2)
+    took = time.monotonic() - t0
+    unblock.set()
+    assert 0.15 <= took < 1.0, took
+
+
 def test_a_model_that_cannot_cancel_reads_in_turn_and_the_file_path_never_at_once():
     model = ScriptedModel(("No masks stop.", -0.33), ("The bus stop.", -0.07))
     reader = LineReader(model, at_once=True)  # no ``cancellable``: in turn, on this thread

@@ -29,7 +29,7 @@ No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_sco
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import numpy as np
@@ -103,6 +103,8 @@ class LineReader:
         #: cancelled (the first reading was sure): the CPU the speculation cost, for benchmarks
         self.started_at_once = 0
         self.cancelled = 0
+        self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
+        self._lock = threading.Lock()
 
     def read(self, clip: np.ndarray, at_end: bool = False, at_once: bool = True) -> str:
         """Final text of a completed line's ``[n] float32`` samples.
@@ -128,6 +130,9 @@ class LineReader:
             return collapse_repeats(surer(cut, self._reading(self._scored(framed(clip, sr), **self.bias)), len(clip), sr))
         stop = threading.Event()
         second = self._helper.submit(self._framed_reading, framed(clip, sr), stop)
+        with self._lock:
+            self._running[second] = stop
+        second.add_done_callback(self._finished)
         self.started_at_once += 1
         use_second = False
         try:
@@ -145,6 +150,10 @@ class LineReader:
         with model_call():  # the process never finalises while a decode runs (issue 30.2)
             return self._scored(clip, stop=stop, **self.bias)
 
+    def _finished(self, future: Future) -> None:
+        with self._lock:
+            self._running.pop(future, None)
+
     def _count_cancelled(self, future: Future) -> None:
         if not future.cancelled() and isinstance(future.exception(), DecodeCancelled):
             self.cancelled += 1
@@ -154,8 +163,16 @@ class LineReader:
         text, score = result
         return text.strip(), float(score)
 
-    def close(self) -> None:
-        """Cancel what was not started and wait for the helper's decode (at most one, and a
-        cancelled one ends at its next decoder step); idempotent."""
-        if self._helper is not None:
-            self._helper.shutdown(wait=True, cancel_futures=True)
+    def close(self, timeout: float = 0.5) -> None:
+        """Cancel the second readings (queued ones at once, the running one at its next decoder
+        step) and wait up to ``timeout`` s for the helper's decode to end; idempotent. A decode
+        that does not end in time (a hung model) is left to :func:`captioner.native_calls.exit_process`
+        (it runs inside ``model_call``), so Stop and Quit stay within their 2 s."""
+        if self._helper is None:
+            return
+        with self._lock:
+            running = dict(self._running)
+        for stop in running.values():
+            stop.set()
+        self._helper.shutdown(wait=False, cancel_futures=True)
+        wait(list(running), timeout=timeout)
