@@ -1,6 +1,6 @@
 """A completed line's final text: the surer of two framings (issue 27.1), read at once live.
 
-The unit tests drive :meth:`MoonshineBackend._line_text` and :class:`LineReader` with a
+The unit tests drive the backend's :class:`LineReader` (and one alone) with a
 scripted model; the slow tests read sentences that the line as cut read wrong
 (``bench/voice_sets.py``, 2026-12-02) and cancel a real model's reading.
 """
@@ -13,8 +13,8 @@ import pytest
 import threading
 
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.line_framing import LineReader
-from captioner.asr.moonshine import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, MoonshineBackend
+from captioner.asr.line_framing import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, LineReader
+from captioner.asr.moonshine import MoonshineBackend
 from tests.speech import have_espeak, normalize_words
 
 SR = 16000
@@ -59,7 +59,7 @@ def line(seconds: float = 2.0) -> np.ndarray:
 
 def test_a_sure_reading_as_cut_is_kept_without_a_second_decode():
     model = ScriptedModel(("The bus stop.", SURE_LOGPROB + 0.01), ("The bus stops.", -0.001))
-    assert backend_with(model)._line_text(line()) == "The bus stop."
+    assert backend_with(model)._reader.read(line()) == "The bus stop."
     assert model.calls == ["cut"]
 
 
@@ -67,32 +67,32 @@ def test_an_unsure_reading_is_read_framed_and_the_surer_one_wins():
     model = ScriptedModel(("No masks stop.", -0.33), ("The bus stop.", -0.07))
     b = backend_with(model)
     clip = line(2.0)
-    assert b._line_text(clip) == "The bus stop."
+    assert b._reader.read(clip) == "The bus stop."
     assert model.calls == ["cut", "framed"]
     assert model.lengths[1] == len(clip) + int(FRAME_LEAD_S * SR) + int(FRAME_TAIL_S * SR)
     model = ScriptedModel(("The bus stop.", -0.2), ("The bus stops here.", -0.3))
-    assert backend_with(model)._line_text(clip) == "The bus stop."  # the cut one was surer
+    assert backend_with(model)._reader.read(clip) == "The bus stop."  # the cut one was surer
 
 
 def test_words_win_over_nothing_on_a_long_line_and_scores_decide_on_a_short_one():
     model = ScriptedModel(("", -0.01), ("The quick brown fox.", -0.4))
-    assert backend_with(model)._line_text(line(2.0)) == "The quick brown fox."
+    assert backend_with(model)._reader.read(line(2.0)) == "The quick brown fox."
     model = ScriptedModel(("Thank you.", -0.5), ("", -0.02))
-    assert backend_with(model)._line_text(line(2.0)) == "Thank you."
+    assert backend_with(model)._reader.read(line(2.0)) == "Thank you."
     model = ScriptedModel(("Uh.", -0.5), ("", -0.02))  # a 0.4 s blip: nothing was surer
-    assert backend_with(model)._line_text(line(0.4)) == ""
+    assert backend_with(model)._reader.read(line(0.4)) == ""
 
 
 def test_the_end_pad_is_added_to_the_line_as_cut_at_the_end_of_the_input():
     model = ScriptedModel(("Yes.", -0.01), ("Yes.", -0.01))
     clip = line(0.3)
-    backend_with(model)._line_text(clip, at_end=True)
+    backend_with(model)._reader.read(clip, at_end=True)
     assert model.lengths == [len(clip) + int(0.2 * SR)]
 
 
 def test_a_model_without_scores_reads_the_line_once():
     model = PlainModel()
-    assert backend_with(model)._line_text(line()) == "plain text."
+    assert backend_with(model)._reader.read(line()) == "plain text."
     assert model.calls == 1
 
 

@@ -100,20 +100,18 @@ class LineReader:
         self.at_once = bool(at_once and self._scored is not None and getattr(model, "cancellable", False))
         self._helper = ThreadPoolExecutor(1, thread_name_prefix="captioner-framing") if self.at_once else None
         #: lines whose second framing was started beside the first, and how many of those were
-        #: cancelled (the first reading was sure): the CPU the speculation cost, for benchmarks
+        #: cancelled (the first reading was sure or failed): what the speculation did (tests read them)
         self.started_at_once = 0
         self.cancelled = 0
         self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
         self._lock = threading.Lock()
 
-    def read(self, clip: np.ndarray, at_end: bool = False, at_once: bool = True) -> str:
+    def read(self, clip: np.ndarray, at_end: bool = False) -> str:
         """Final text of a completed line's ``[n] float32`` samples.
 
         Args:
             at_end: the input ended on this line (it is read with :data:`END_PAD_S` of silence
                 appended, in both framings).
-            at_once: with a reader made ``at_once``, read the framings at the same time (the
-                line pool's threads pass False: the other core is busy with the next line).
 
         Raises:
             BackendError: the model failed.
@@ -123,28 +121,30 @@ class LineReader:
             clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
         if self._scored is None:
             return collapse_repeats(self.model.transcribe(clip, **self.bias).strip())
-        if self._helper is None or not at_once:
-            cut = self._reading(self._scored(clip, **self.bias))
-            if cut[0] and cut[1] >= SURE_LOGPROB:
-                return collapse_repeats(cut[0])
-            return collapse_repeats(surer(cut, self._reading(self._scored(framed(clip, sr), **self.bias)), len(clip), sr))
-        stop = threading.Event()
-        second = self._helper.submit(self._framed_reading, framed(clip, sr), stop)
-        with self._lock:
-            self._running[second] = stop
-        second.add_done_callback(self._finished)
-        self.started_at_once += 1
-        use_second = False
+        second = self._start_second(framed(clip, sr)) if self._helper is not None else None
+        needed = False
         try:
             cut = self._reading(self._scored(clip, **self.bias))
             if cut[0] and cut[1] >= SURE_LOGPROB:
                 return collapse_repeats(cut[0])
-            use_second = True
-            return collapse_repeats(surer(cut, self._reading(second.result()), len(clip), sr))
+            needed = True
+            other = second[0].result() if second else self._scored(framed(clip, sr), **self.bias)
+            return collapse_repeats(surer(cut, self._reading(other), len(clip), sr))
         finally:
-            if not use_second:  # sure as cut, or the first reading failed: the second is not needed
+            if second and not needed:  # sure as cut, or the first reading failed: cancel the second
+                future, stop = second
                 stop.set()
-                second.add_done_callback(self._count_cancelled)
+                future.add_done_callback(self._count_cancelled)
+
+    def _start_second(self, clip: np.ndarray) -> tuple[Future, threading.Event]:
+        """Start reading the framed ``clip`` on the helper thread; returns its future and its stop."""
+        stop = threading.Event()
+        future = self._helper.submit(self._framed_reading, clip, stop)
+        with self._lock:
+            self._running[future] = stop
+        future.add_done_callback(self._finished)
+        self.started_at_once += 1
+        return future, stop
 
     def _framed_reading(self, clip: np.ndarray, stop: threading.Event) -> tuple[str, float]:
         with model_call():  # the process never finalises while a decode runs (issue 30.2)

@@ -81,8 +81,8 @@ class LinePool:
     """Runs ``read(clip, at_end) -> str`` for completed lines on ``workers`` threads.
 
     Args:
-        read: the line reader (``MoonshineBackend._line_text``); safe to call from several
-            threads at once.
+        read: the line reader (:meth:`captioner.asr.line_framing.LineReader.read`); safe to
+            call from several threads at once.
         workers: decode threads.
         max_pending: lines submitted and not yet decoded before :meth:`submit` waits.
     """

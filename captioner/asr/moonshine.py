@@ -40,14 +40,7 @@ import numpy as np
 from captioner.asr.agreement import MIN_GAP_S, LineAgreement
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
-from captioner.asr.line_framing import (  # noqa: F401 - FRAME_*, SURE_LOGPROB: where they lived before
-    END_PAD_S,
-    FRAME_LEAD_S,
-    FRAME_TAIL_S,
-    SURE_LOGPROB,
-    WORDS_MIN_S,
-    LineReader,
-)
+from captioner.asr.line_framing import LineReader
 from captioner.asr.line_pool import LinePool, PendingLine
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
@@ -225,10 +218,11 @@ class MoonshineBackend(Backend):
         threaded = self.partials and usable_cpus() >= 2
         self.budget.parallel = threaded
         self._worker = PartialWorker(self._decode_clip, threaded=threaded)
-        workers = min(int(line_workers), usable_cpus())
-        self._pool = LinePool(self._line_text, workers) if workers > 1 and not self.partials else None
-        # live, with a core for it: an unsure line's second framing is read beside the first
+        # a completed line's final text (line_framing); live, with a core for it, an unsure line's
+        # second framing is read beside the first -- a file reads two lines at once instead (the pool)
         self._reader = LineReader(model, self._bias, at_once=threaded)
+        workers = min(int(line_workers), usable_cpus())
+        self._pool = LinePool(self._reader.read, workers) if workers > 1 and not self.partials else None
 
     def describe(self) -> str:
         """One line: model and geometry."""
@@ -272,7 +266,7 @@ class MoonshineBackend(Backend):
     def _lines(self, state: _LineState, events: list[LineEvent], at_end: bool = False) -> list[Event]:
         """Turn the segmenter's line events into finals (decoding completed lines now, or on the
         line pool: a :class:`~captioner.asr.line_pool.PendingLine` each); ``at_end``: the input
-        ended (the line is decoded with :data:`END_PAD_S` appended)."""
+        ended (the line is decoded with :data:`~captioner.asr.line_framing.END_PAD_S` appended)."""
         out: list[Event] = []
         sr = self.sample_rate
         for ev in events:
@@ -290,7 +284,7 @@ class MoonshineBackend(Backend):
                 out.append(PendingLine(self._pool.submit(clip, at_end), partial(self._decoded_line, state, start, end)))
                 continue
             had = bool(state.agreement.committed)
-            rest = state.agreement.finish(self._line_text(clip, at_end, at_once=True))
+            rest = state.agreement.finish(self._reader.read(clip, at_end))
             out += self._line_events(state, rest, start, end, had)
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
@@ -310,16 +304,6 @@ class MoonshineBackend(Backend):
         """The events of a line the pool read as ``text`` (no partials: nothing was committed,
         so all of it is final, as :meth:`LineAgreement.finish` would give); called in stream order."""
         return self._line_events(state, " ".join(text.split()), start, end, had=False)
-
-    def _line_text(self, clip: np.ndarray, at_end: bool = False, at_once: bool = False) -> str:
-        """Final text of a completed line's ``[n] float32`` samples: the surer of two framings
-        (:meth:`LineReader.read <captioner.asr.line_framing.LineReader.read>`; ``at_once``: the
-        second framing on the helper thread while the first is read, live only).
-
-        Raises:
-            BackendError: the model failed.
-        """
-        return self._reader.read(clip, at_end, at_once)
 
     def _record_optional(self, job: PartialJob) -> None:
         """Tell the budget what a finished re-decode cost (collected or thrown away)."""
