@@ -425,6 +425,8 @@ class Relay:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._markers: set[tuple[str, int]] = set()
+        self._marker_seen = threading.Event()
 
     @property
     def url(self) -> str:
@@ -456,14 +458,45 @@ class Relay:
             for _, _, frozen in self._pairs:
                 frozen.set()
 
+    def settle(self, timeout: float = 5.0) -> int:
+        """:attr:`accepted` once every connection made before this call has been accepted.
+
+        A client's TCP connect to 127.0.0.1 completes in the kernel at once; this relay's thread
+        accepts it later. So a connect made before the client's Stop returned can be counted after
+        it. A marker connection goes in behind the others (the listen backlog is first in, first
+        out) and is not counted; when the relay has seen it, every earlier connect is counted.
+
+        Raises:
+            TimeoutError: the relay did not reach the marker within ``timeout`` s.
+        """
+        marker = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            marker.bind(("127.0.0.1", 0))
+            with self._lock:
+                self._markers.add(marker.getsockname())
+                self._marker_seen.clear()
+            marker.connect(("127.0.0.1", self.port))
+            if not self._marker_seen.wait(timeout):
+                raise TimeoutError(f"the relay did not accept its marker connection within {timeout} s")
+        finally:
+            marker.close()
+        with self._lock:
+            return self.accepted
+
     def _accept(self) -> None:
         while not self._closing.is_set():
             try:
-                client, _ = self._listener.accept()
+                client, peer = self._listener.accept()
             except (TimeoutError, socket.timeout):
                 continue
             except OSError:
                 return
+            with self._lock:
+                marker = tuple(peer) in self._markers
+            if marker:
+                client.close()
+                self._marker_seen.set()
+                continue
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
