@@ -298,6 +298,12 @@ def child(args) -> None:
         "partials_granted": getattr(budget, "granted", None),
         "timeline": samples,
     }
+    if args.events_out:
+        with open(args.events_out, "w") as f:
+            for now, ev in records:
+                if isinstance(ev, TextDelta) and ev.source in t0s:
+                    f.write(json.dumps({"t": round(now - t0s[ev.source], 3), "source": ev.source, "final": ev.final,
+                                        "start": round(ev.start, 3), "end": round(ev.end, 3), "text": ev.text}) + "\n")
     print(json.dumps(result))
 
 
@@ -396,6 +402,10 @@ def main() -> None:
     ap.add_argument("--refs", help=argparse.SUPPRESS)
     ap.add_argument("--name", default="", help=argparse.SUPPRESS)
     ap.add_argument("--gui", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--events", action="store_true",
+                    help="also write each run's text events (wall s after the file started, source, final, "
+                         "start, end, text) to OUT.RUN.events.jsonl, for reading where erasure comes from")
+    ap.add_argument("--events-out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args)
@@ -423,6 +433,8 @@ def main() -> None:
             files = f"{a},{b}" if run == "dual" else str(a)
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code, "--files", files,
                    "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if run == "gui" else [])
+            if args.events:
+                cmd += ["--events-out", str(out.with_name(f"{out.name}.{run}.events.jsonl").resolve())]
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
             load_before = os.getloadavg()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)

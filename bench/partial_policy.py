@@ -50,6 +50,9 @@ class RawTail:
     def reset(self):
         pass
 
+    def remember(self, clip_s, words):
+        return []
+
     def update(self, rest, previous, committed=0, ages=None):
         self.words = list(rest)
         return len(rest)

@@ -40,9 +40,55 @@ MIN_CLIP_S = 2.5
 MIN_GAP_S = 2.0
 
 
+#: First words whose capital stays where a sentence does not start ("so, I think").
+KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
+#: Punctuation that ends a sentence (the next word starts with a capital).
+SENTENCE_END = ".?!"
+_CLOSERS = "\"')]\u201d\u2019"
+
+
 def norm_word(word: str) -> str:
     """Lower-case ``word`` with punctuation removed (the comparison key)."""
     return _NORM.sub("", word.lower())
+
+
+def ends_sentence(word: str | None) -> bool | None:
+    """Whether the next word starts a sentence after ``word``: True after ".", "?" or "!"
+    (closing quotes and brackets skipped), False after any other word, None when unknown
+    (no word, or an ellipsis, which the model uses both ways)."""
+    if not word:
+        return None
+    w = word.rstrip(_CLOSERS)
+    if w.endswith(".."):
+        return None
+    return bool(w) and w[-1] in SENTENCE_END
+
+
+def lower_first(text: str) -> str:
+    """``text`` with a capital first letter lowered, unless its first word keeps it
+    ("I", "I'm", ... and acronyms such as "NASA")."""
+    word = text.split(" ", 1)[0].rstrip(",.;:!?")
+    acronym = len(word) > 1 and word.isupper()
+    if text[:1].isupper() and word not in KEEP_CAPITAL and not acronym:
+        return text[:1].lower() + text[1:]
+    return text
+
+
+def follow_case(first: str, after: str | None, read_after: str | None) -> str:
+    """``first``, the first word of a re-reading's continuation, cased to follow ``after``.
+
+    The committed words of a line come from an earlier re-decode; the rest of the line comes
+    from a later reading that may punctuate the word before it differently ("everyone." was
+    committed, the whole line reads "everyone, thank you ..."). Its first word's case follows
+    the reading's own word before it (``read_after``); where that word and the committed one
+    (``after``) differ in whether they end a sentence, the case is changed to follow the
+    committed text: "everyone. Thank you", "Great, then the" (not "everyone. thank you", which
+    the transcript would keep, and which rewrites the partial tail a reader saw).
+    """
+    ends, read_ends = ends_sentence(after), ends_sentence(read_after)
+    if ends is None or read_ends is None or ends == read_ends or not first:
+        return first
+    return first[:1].upper() + first[1:] if ends else lower_first(first)
 
 
 @dataclass
@@ -87,10 +133,11 @@ class LineAgreement:
         Returns:
             ``(newly_committed, partial)``: text that becomes final now ("" when nothing
             new is agreed) and the unstable rest of the hypothesis after everything
-            committed so far.
+            committed so far; the first word after the committed text is cased to follow
+            it (:func:`follow_case`).
         """
         words = hypothesis.split()
-        rest = self.after_committed(words)
+        rest = self._continuation(words)
         reference = self.previous
         if clip_s is not None and self.min_gap_s > 0:
             usable = [i for i, (c, _) in enumerate(self.history) if c <= clip_s - self.min_gap_s]
@@ -115,12 +162,20 @@ class LineAgreement:
 
         Returns:
             the words of ``final_text`` that follow the committed ones ("" when nothing
-            remains). The state is reset for the next line.
+            remains), the first one cased to follow them (:func:`follow_case`). The state
+            is reset for the next line.
         """
-        words = final_text.split()
-        rest = self.after_committed(words)
+        rest = self._continuation(final_text.split())
         self.reset()
         return " ".join(rest)
+
+    def _continuation(self, words: list[str]) -> list[str]:
+        """:meth:`after_committed`, its first word cased to follow the committed text
+        (:func:`follow_case`)."""
+        rest = self.after_committed(words)
+        if rest and self.committed and len(words) > len(rest):
+            rest[0] = follow_case(rest[0], self.committed[-1], words[len(words) - len(rest) - 1])
+        return rest
 
     def after_committed(self, words: list[str]) -> list[str]:
         """``words`` (a hypothesis of the whole line) minus the part aligned with

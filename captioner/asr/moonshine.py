@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from captioner.asr.agreement import MIN_GAP_S, LineAgreement
+from captioner.asr.agreement import MIN_GAP_S, LineAgreement, lower_first
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.line_framing import LineReader
@@ -69,8 +69,6 @@ MIN_PARTIAL_S = 0.3
 
 _PUNCT = ",.;:!?"
 _DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")  # ".." but not "..."
-#: First words whose capital stays after a comma.
-_KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
 
 
 def join_line(previous: str, text: str) -> str:
@@ -89,10 +87,7 @@ def join_line(previous: str, text: str) -> str:
     if prev[-1] in _PUNCT:
         text = text.lstrip(_PUNCT + " ")
     if prev.endswith(","):
-        word = text.split(" ", 1)[0].rstrip(_PUNCT)
-        acronym = len(word) > 1 and word.isupper()
-        if text[:1].isupper() and word not in _KEEP_CAPITAL and not acronym:
-            text = text[:1].lower() + text[1:]
+        text = lower_first(text)
     return text
 
 
@@ -112,7 +107,6 @@ class _LineState:
         agreement: LocalAgreement state of the open line.
         partial: the partial text shown last ("" = none).
         tail: what of the open line's re-decodes to show (:class:`SteadyTail`).
-        hypothesis: words of the open line's latest re-decode.
         committed_end: session time (s) where the last final text ended.
         last_final: the last final text emitted ("" before the first).
         key: identity of the session for the budget and the partial worker.
@@ -127,7 +121,6 @@ class _LineState:
     agreement: LineAgreement = field(default_factory=lambda: LineAgreement(holdback=HOLDBACK_WORDS, min_gap_s=MIN_GAP_S))
     partial: str = ""
     tail: SteadyTail = field(default_factory=SteadyTail)
-    hypothesis: list[str] = field(default_factory=list)
     committed_end: float = 0.0
     last_final: str = ""
     key: object = field(default_factory=object)
@@ -274,7 +267,6 @@ class MoonshineBackend(Backend):
                 state.open_line = (ev.line, ev.start)
                 state.agreement.reset()
                 state.tail.reset()
-                state.hypothesis = []
                 continue
             state.open_line = None
             self._worker.discard(state.key)  # a re-decode of this line is moot now
@@ -366,8 +358,7 @@ class MoonshineBackend(Backend):
             pos += len(w) + (1 if i else 0)
             if i >= head:
                 ends.append(clip_s * pos / total)  # s into the line where tail word i - head ends
-        previous = state.agreement.after_committed(state.hypothesis)
-        state.hypothesis = words
+        previous = state.agreement.after_committed(state.tail.remember(clip_s, words))
         n = state.tail.update(tail, previous, committed=len(new.split()), ages=[clip_s - e for e in ends])
         shown = state.tail.text()
         if shown and not state.agreement.committed:  # it starts the line, as its final text would
