@@ -141,6 +141,8 @@ def main() -> None:
     ap.add_argument("--ages", default="none,0,0.5,1.0,1.2,1.5", help="comma list of SteadyTail age_s values ('none': off)")
     ap.add_argument("--every", default="1,4", help="comma list: replay every k-th re-decode (k > 1: a loaded "
                     "machine, where the budget sheds partials)")
+    ap.add_argument("--gaps", default="0,0.5", help="comma list of SteadyTail min_gap_s values (s of audio between "
+                    "the two re-decodes whose agreement shows a word; 0: the previous re-decode)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     import tempfile
@@ -156,10 +158,11 @@ def main() -> None:
     for k in (int(x) for x in args.every.split(",")):
         reps = [{"hyps": r["hyps"][::k], "final_cost": r["final_cost"]} for r in replays]
         suffix = "" if k == 1 else f", every {k}th re-decode"
-        for a in ["raw"] + args.ages.split(","):
+        policies = [("raw", None)] + [(a, float(g)) for g in args.gaps.split(",") for a in args.ages.split(",")]
+        for a, gap in policies:
             age = None if a in ("none", "raw") else float(a)
-            name = ("raw (before)" if a == "raw" else f"steady, age_s={a}") + suffix
-            factory = RawTail if a == "raw" else (lambda age=age: SteadyTail(age_s=age))
+            name = ("raw (before)" if a == "raw" else f"steady, age_s={a}, min_gap_s={gap:g}") + suffix
+            factory = RawTail if a == "raw" else (lambda age=age, gap=gap: SteadyTail(age_s=age, min_gap_s=gap))
             results[name] = evaluate(lines, reps, factory, ref)
             print(json.dumps({name: results[name]}), flush=True)
     if args.out:

@@ -206,3 +206,16 @@ def test_follow_case(after, read_after, first, want):
     from captioner.asr.agreement import follow_case
 
     assert follow_case(first, after, read_after) == want
+
+
+def test_remember_compares_with_the_newest_re_decode_far_enough_back_and_stays_bounded():
+    tail = SteadyTail(min_gap_s=0.5)
+    assert tail.remember(1.0, ["a"]) == []
+    assert tail.remember(1.3, ["b"]) == []  # 0.3 s after the only earlier one: none far enough back
+    assert tail.remember(1.5, ["c"]) == ["a"]  # exactly 0.5 s (clip lengths are sums of floats)
+    assert tail.remember(1.9, ["d"]) == ["b"]  # 1.3 s, not the older 1.0 s one
+    for i in range(10000):  # a long open line at a quiet machine's cadence
+        tail.remember(2.0 + 0.3 * i, [str(i)])
+    assert len(tail.history) <= 4
+    tail.reset()
+    assert tail.history == [] and tail.remember(5.0, ["x"]) == []
