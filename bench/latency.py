@@ -11,6 +11,11 @@ GUI's ``EngineController`` on a QThread, offscreen, with ``--gui``), and measure
   audio its text covers: before issue 27.2 the default model's partial showed the whole
   re-decode and ended at the end of the decoded clip; since, it shows the steady words
   only and ends where the last of them ends, so it reads as later for the same cadence;
+* partial update latency (``partial_update_latency_s``): a partial event's wall time minus
+  the wall time the end of the audio its re-decode read was played (``TextDelta.heard``):
+  how old the newest sound behind a screen update is, the measure issue 20's "partials in
+  0.1-0.2 s" was taken with (the partial's end was the decoded clip's end then); None
+  for code or backends that do not give ``heard``;
 * per final word, when it first stood on screen for good (``word_shown_latency_s``: the
   first screen from which it, and every word before it, read as in the final text),
   minus its audio end: what a reader waits for a word, partials included;
@@ -224,6 +229,7 @@ def child(args) -> None:
 
     finals: dict[str, list] = {lab: [] for lab in labels}
     final_lat, final_word_lat, partial_lat, notices, last_stats = [], [], [], [], {}
+    update_lat = []  # per partial event: its time minus the end of the audio its re-decode heard
     final_events = []  # one row per final event: for reading where the slow ones come from
     word_ends: dict[str, list[float]] = {}  # wall time each final word's audio ended, per source
     for now, ev in records:
@@ -244,6 +250,9 @@ def child(args) -> None:
                     word_ends.setdefault(ev.source, []).append(t0 + w_end)
             elif not ev.final and ev.text.strip():
                 partial_lat.append(now - (t0 + ev.end))
+                heard = getattr(ev, "heard", None)  # None: a backend (or revision) that does not say
+                if heard is not None:
+                    update_lat.append(now - (t0 + heard))
         elif isinstance(ev, Notice):
             notices.append({"code": ev.code, "severity": ev.severity, "message": ev.message, "source": ev.source})
         elif isinstance(ev, Stats):
@@ -273,6 +282,9 @@ def child(args) -> None:
         "final_events": final_events,
         "final_line_latency_s": summary(line_final_latency(final_events)),
         "partial_latency_s": summary(partial_lat),
+        # issue 20's measure: how old the newest audio behind a partial update is when it is
+        # emitted (the re-decoded clip's end, TextDelta.heard); the steady tail's words end earlier
+        "partial_update_latency_s": summary(update_lat),
         "backlog_max_s": round(max((s["backlog_s"] for s in samples), default=0.0), 3),
         "dropped_s": round(sum(st.dropped_s for st in last_stats.values()), 3),
         "notices": [n for n in notices if n["code"] not in ("source_ended", "stopped")],
@@ -455,7 +467,8 @@ def main() -> None:
             elif r.get("code") == str(ROOT):
                 r["code"] = "working tree"
             results.append(r)
-            brief = {k: r[k] for k in ("config", "final_word_latency_s", "partial_latency_s", "word_shown_latency_s",
+            brief = {k: r.get(k) for k in ("config", "final_word_latency_s", "partial_latency_s",
+                                            "partial_update_latency_s", "word_shown_latency_s",
                                         "backlog_max_s",
                                         "dropped_s", "rtf", "wer", "stability", "engine_overhead",
                                         "rss_growth_after_warmup_mb")}
@@ -471,6 +484,7 @@ def main() -> None:
     plot(results, out.with_suffix(".png"), f"{args.minutes:g}-minute meeting played live, {os.cpu_count()} cores")
     print(json.dumps({r["config"]: {"final_word_p95": r["final_word_latency_s"]["p95"],
                                     "partial_p95": r["partial_latency_s"]["p95"],
+                                    "partial_update_p95": (r.get("partial_update_latency_s") or {}).get("p95"),
                                     "final_line_p95": r["final_line_latency_s"]["p95"],
                                     "erasure": r["stability"]["erasure"], "wer": r["wer"],
                                     "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"]}

@@ -32,6 +32,13 @@ class TextDelta:
             False for a partial hypothesis.
         source: label of the session that produced it ("You", "Meeting", a file
             name). Backends leave it empty; the session fills it in.
+        heard: stream time (s) of the end of the audio the hypothesis was decoded from,
+            when the backend knows it and it can differ from ``end``: a partial of the
+            default model is a re-decode of the open line up to ``heard`` that shows only
+            its steady words (:mod:`captioner.asr.steady_tail`), so its text can stop at
+            ``end < heard``. When the event reaches the screen, the audio at ``heard`` is
+            as old as the newest sound behind that screen update (``bench/latency.py``'s
+            partial update latency). None: not given (read it as ``end``).
     """
 
     text: str
@@ -39,6 +46,7 @@ class TextDelta:
     end: float
     final: bool = True
     source: str = ""
+    heard: float | None = None
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,27 @@ def test_partial_times_are_those_of_the_words_shown():
     assert all(ev.end <= t - 0.25 + 1e-9 for t, ev in events)  # never past the audio decoded
 
 
+def test_a_partial_says_how_far_its_re_decode_heard():
+    """``TextDelta.heard`` is the end of the re-decoded clip (the shown words may end before
+    it): ``bench/latency.py`` measures the partial update latency from it."""
+    events = [(t, ev) for t, ev in play([WELCOME]) if isinstance(ev, TextDelta) and not ev.final and ev.text]
+    # each partial comes from the re-decode whose result arrived at t: its clip ends at t - 0.25
+    assert [ev.heard for _, ev in events] == pytest.approx([1.4, 1.9, 2.4])
+    assert all(ev.heard >= ev.end for _, ev in events)
+    assert events[0][1].heard - events[0][1].end == pytest.approx(1.4 - 1.4 * 19 / 27, abs=1e-6)
+
+
+def test_heard_moves_with_the_stream_times():
+    import dataclasses
+
+    from captioner.engine.live import _shift
+
+    ev = TextDelta("the weekly", 1.0, 1.5, final=False, heard=2.0)
+    moved = _shift(ev, 10.0)
+    assert (moved.start, moved.end, moved.heard) == (11.0, 11.5, 12.0)
+    assert _shift(dataclasses.replace(ev, heard=None), 10.0).heard is None
+
+
 def test_one_re_decode_that_disagrees_does_not_take_shown_words_back():
     line = (0.0, 3.5, [(0.9, "Our cloud costs"), (1.4, "Our cloud costs were"), (1.9, "Our cloud casts where"),
                        (2.4, "Our cloud costs were higher"), (2.9, "Our cloud costs were higher than.")],

@@ -106,12 +106,15 @@ class LineReader:
         self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
         self._lock = threading.Lock()
 
-    def read(self, clip: np.ndarray, at_end: bool = False) -> str:
+    def read(self, clip: np.ndarray, at_end: bool = False, draft: list | None = None) -> str:
         """Final text of a completed line's ``[n] float32`` samples.
 
         Args:
             at_end: the input ended on this line (it is read with :data:`END_PAD_S` of silence
                 appended, in both framings).
+            draft: token ids the line's text likely starts with (its latest re-decode), for a
+                model that takes drafts (``drafts = True``): both framings check them in one
+                decoder run instead of a step per token (the text is the same).
 
         Raises:
             BackendError: the model failed.
@@ -119,16 +122,19 @@ class LineReader:
         sr = self.sample_rate
         if at_end:
             clip = np.concatenate([clip, np.zeros(int(END_PAD_S * sr), np.float32)])
+        kw = dict(self.bias)
+        if draft and getattr(self.model, "drafts", False):
+            kw["draft"] = list(draft)
         if self._scored is None:
-            return collapse_repeats(self.model.transcribe(clip, **self.bias).strip())
-        second = self._start_second(framed(clip, sr)) if self._helper is not None else None
+            return collapse_repeats(self.model.transcribe(clip, **kw).strip())
+        second = self._start_second(framed(clip, sr), kw) if self._helper is not None else None
         needed = False
         try:
-            cut = self._reading(self._scored(clip, **self.bias))
+            cut = self._reading(self._scored(clip, **kw))
             if cut[0] and cut[1] >= SURE_LOGPROB:
                 return collapse_repeats(cut[0])
             needed = True
-            other = second[0].result() if second else self._scored(framed(clip, sr), **self.bias)
+            other = second[0].result() if second else self._scored(framed(clip, sr), **kw)
             return collapse_repeats(surer(cut, self._reading(other), len(clip), sr))
         finally:
             if second and not needed:  # sure as cut, or the first reading failed: cancel the second
@@ -136,19 +142,20 @@ class LineReader:
                 stop.set()
                 future.add_done_callback(self._count_cancelled)
 
-    def _start_second(self, clip: np.ndarray) -> tuple[Future, threading.Event]:
-        """Start reading the framed ``clip`` on the helper thread; returns its future and its stop."""
+    def _start_second(self, clip: np.ndarray, kw: dict) -> tuple[Future, threading.Event]:
+        """Start reading the framed ``clip`` (decode arguments ``kw``) on the helper thread;
+        returns its future and its stop."""
         stop = threading.Event()
-        future = self._helper.submit(self._framed_reading, clip, stop)
+        future = self._helper.submit(self._framed_reading, clip, stop, kw)
         with self._lock:
             self._running[future] = stop
         future.add_done_callback(self._finished)
         self.started_at_once += 1
         return future, stop
 
-    def _framed_reading(self, clip: np.ndarray, stop: threading.Event) -> tuple[str, float]:
+    def _framed_reading(self, clip: np.ndarray, stop: threading.Event, kw: dict) -> tuple[str, float]:
         with model_call():  # the process never finalises while a decode runs (issue 30.2)
-            return self._scored(clip, stop=stop, **self.bias)
+            return self._scored(clip, stop=stop, **kw)
 
     def _finished(self, future: Future) -> None:
         with self._lock:

@@ -110,6 +110,9 @@ class _LineState:
         committed_end: session time (s) where the last final text ended.
         last_final: the last final text emitted ("" before the first).
         key: identity of the session for the budget and the partial worker.
+        tokens: token ids of the open line's latest re-decode: the draft of its next re-decode
+            and of its final reading (:meth:`MoonshineModel.decode`). A new list for each
+            line: a re-decode of the old line that is still running writes into the old one.
     """
 
     lines: LineSegmenter
@@ -123,6 +126,7 @@ class _LineState:
     tail: SteadyTail = field(default_factory=SteadyTail)
     committed_end: float = 0.0
     last_final: str = ""
+    tokens: list = field(default_factory=list)
     key: object = field(default_factory=object)
 
 
@@ -221,13 +225,24 @@ class MoonshineBackend(Backend):
         """One line: model and geometry."""
         return f"default (Moonshine base-en, {self.model_dir.name}): 16000 Hz, {CHUNK_SAMPLES}-sample steps"
 
-    def _decode_clip(self, audio: np.ndarray) -> str:
+    def _decode_clip(self, audio: np.ndarray, draft: list | None = None) -> str:
         """Decode ``[n] float32`` samples on their own (one pass); returns the text.
+
+        Args:
+            draft: the open line's token ids of its previous re-decode (:attr:`_LineState.tokens`),
+                for a model that takes drafts (``drafts = True``, not with hotwords): the reading
+                checks them in one decoder run instead of a step per token, and the list is
+                then replaced in place by this reading's tokens.
 
         Raises:
             BackendError: the model failed.
         """
-        return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
+        read = getattr(self.model, "transcribe_tokens", None) if getattr(self.model, "drafts", False) else None
+        if draft is None or read is None or self.bias is not None:
+            return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
+        text, tokens = read(audio, draft=draft)
+        draft[:] = tokens
+        return collapse_repeats(text.strip())
 
     # -- decoding ------------------------------------------------------------------------------
     def _keep(self, state: _LineState, audio: np.ndarray) -> None:
@@ -267,6 +282,7 @@ class MoonshineBackend(Backend):
                 state.open_line = (ev.line, ev.start)
                 state.agreement.reset()
                 state.tail.reset()
+                state.tokens = []
                 continue
             state.open_line = None
             self._worker.discard(state.key)  # a re-decode of this line is moot now
@@ -276,7 +292,8 @@ class MoonshineBackend(Backend):
                 out.append(PendingLine(self._pool.submit(clip, at_end), partial(self._decoded_line, state, start, end)))
                 continue
             had = bool(state.agreement.committed)
-            rest = state.agreement.finish(self._reader.read(clip, at_end))
+            draft, state.tokens = state.tokens, []  # the line's latest re-decode: most of its final text
+            rest = state.agreement.finish(self._reader.read(clip, at_end, draft=draft))
             out += self._line_events(state, rest, start, end, had)
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
@@ -322,7 +339,8 @@ class MoonshineBackend(Backend):
             return out
         padded = np.concatenate([clip, np.zeros(int(PARTIAL_PAD_S * sr), np.float32)])
         tag = (line, first / sr, clip_s, state.total / sr)
-        if self._worker.submit(PartialJob(state.key, padded, tag)) and not self._worker.threaded:
+        job = PartialJob(state.key, padded, tag, kwargs={"draft": state.tokens})
+        if self._worker.submit(job) and not self._worker.threaded:
             job = self._worker.poll(state.key)
             if job is not None:
                 out += self._apply_partial(state, job)
@@ -369,7 +387,7 @@ class MoonshineBackend(Backend):
             state.partial = shown
             end = line_start + ends[n - 1] if shown and n else now_s
             start = max(line_start, state.committed_end)
-            out.append(TextDelta(shown, start, max(end, start), final=False))
+            out.append(TextDelta(shown, start, max(end, start), final=False, heard=max(now_s, end, start)))
         return out
 
     def step(self, rows: Sequence[StepRow]) -> list[StepResult]:

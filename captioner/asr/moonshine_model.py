@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -102,6 +103,8 @@ class MoonshineModel:
 
     #: :meth:`transcribe_scored` takes ``stop`` (:mod:`captioner.asr.line_framing` may cancel a reading)
     cancellable = True
+    #: the readings take ``draft`` (an earlier reading's tokens: :meth:`decode`)
+    drafts = True
 
     def __init__(self, model_dir: str | os.PathLike, *, cache_root: str | os.PathLike | None = None,
                  progress: Progress | None = None, prepared: PreparedModel | None = None) -> None:
@@ -142,10 +145,11 @@ class MoonshineModel:
         return max(MIN_TOKENS, int(np.ceil(n_samples / SAMPLE_RATE * TOKENS_PER_S)))
 
     def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None,
-                 logprobs: list[float] | None = None, stop: threading.Event | None = None) -> list[int]:
+                 logprobs: list[float] | None = None, stop: threading.Event | None = None,
+                 draft: Sequence[int] | None = None) -> list[int]:
         """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
 
-        ``bias``, ``logprobs`` and ``stop``: see :meth:`decode`.
+        ``bias``, ``logprobs``, ``stop`` and ``draft``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -155,10 +159,11 @@ class MoonshineModel:
             return []
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget, bias, logprobs, stop)
+        return self.decode(hidden, budget, bias, logprobs, stop, draft)
 
     def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None,
-               logprobs: list[float] | None = None, stop: threading.Event | None = None) -> list[int]:
+               logprobs: list[float] | None = None, stop: threading.Event | None = None,
+               draft: Sequence[int] | None = None) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
 
         Args:
@@ -169,6 +174,12 @@ class MoonshineModel:
                 appended to it; a match the biasing takes back takes its entries with it.
             stop: checked before every decoder step; once set, decoding ends with
                 :class:`~captioner.asr.base.DecodeCancelled` (a reading nobody needs any more).
+            draft: token ids the reading is expected to start with (an earlier reading of the
+                same words: the open line's previous re-decode). They are checked in one
+                decoder run (:meth:`_verify`) and greedy steps go on after the longest prefix
+                of them that greedy decoding itself would choose, so the tokens are the same
+                as without a draft (up to float rounding between one run on many positions and
+                one step per position). Not used with ``bias`` (the hotwords steer each step).
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -190,6 +201,10 @@ class MoonshineModel:
             chain = None  # the plain path beside the open steered match: its last prefix in spare
             fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
             cross = None
+            if draft and biasing is None and max_tokens > 0:
+                if stop is not None and stop.is_set():
+                    raise DecodeCancelled("the reading is not needed any more")
+                tokens, pending = self._verify(binding, list(draft)[:max_tokens], logprobs)
             while len(tokens) < max_tokens:
                 if stop is not None and stop.is_set():
                     raise DecodeCancelled("the reading is not needed any more")
@@ -260,6 +275,39 @@ class MoonshineModel:
             raise
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
+
+    def _verify(self, binding, draft: list[int], logprobs: list[float] | None) -> tuple[list[int], list]:
+        """Check a draft in one decoder run: the decoder on ``[START] + draft`` at once (no
+        cache) scores every position; the draft's longest prefix whose every token is the
+        greedy choice there is kept. Returns ``(kept tokens, outputs)``: ``outputs`` are as a
+        decoder step's that scores the token after the kept ones (logits ``[1, 1, V]``, the
+        self-attention cache cut to the kept positions, the cross-attention cache), for the
+        greedy loop to go on from. ``binding``: the decode's, with the encoder states and the
+        empty caches bound; ``logprobs``: the kept tokens' log-probabilities are appended.
+
+        Measured on this 2-core machine (2026-12-02, a 7.4 s sentence of 27 tokens): one run on
+        28 positions 76 ms, the 28 greedy steps 800-900 ms; every position's greedy choice was
+        the token the steps chose."""
+        import onnxruntime as ort
+
+        for name in self._outputs:
+            binding.bind_output(name, "cpu")
+        binding.bind_cpu_input("input_ids", np.array([[START, *draft]], np.int64))
+        binding.bind_cpu_input("use_cache_branch", np.array([False]))
+        self.decoder.run_with_iobinding(binding)
+        outs = binding.get_outputs()
+        logits = outs[0].numpy()[0]  # [1 + len(draft), V]: position i scores the token after i tokens
+        kept = 0
+        while kept < len(draft) and int(np.argmax(logits[kept])) == draft[kept]:
+            kept += 1
+        if logprobs is not None:
+            logprobs += [log_softmax_at(logits[i], draft[i]) for i in range(kept)]
+        state = [ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(logits[kept][None, None]))]
+        for name, value in zip(self._outputs[1:], outs[1:]):
+            if ".decoder." in name:  # [1, heads, 1 + len(draft), dim] -> the start token and the kept ones
+                value = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value.numpy()[:, :, : kept + 1]))
+            state.append(value)
+        return draft[:kept], state
 
     def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int],
                fixed: dict | None = None) -> list[list]:
@@ -343,28 +391,41 @@ class MoonshineModel:
         return force
 
     def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None,
-                          stop: threading.Event | None = None) -> tuple[str, float]:
+                          stop: threading.Event | None = None,
+                          draft: Sequence[int] | None = None) -> tuple[str, float]:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
         <= 0) of its greedy tokens, the end token included: the model's confidence in
         its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s;
-        ``bias``: hotwords to prefer, ``stop``: cancels the reading (:meth:`decode`).
+        ``bias``: hotwords to prefer, ``stop``: cancels the reading, ``draft``: tokens
+        the reading likely starts with (:meth:`decode`).
 
         Raises:
             BackendError: ONNX Runtime failed.
             DecodeCancelled: ``stop`` was set.
         """
         logprobs: list[float] = []
-        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs, stop=stop))
+        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs, stop=stop, draft=draft))
         return text, (float(np.mean(logprobs)) if logprobs else 0.0)
 
-    def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None) -> str:
+    def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None,
+                   draft: Sequence[int] | None = None) -> str:
         """Text of ``[n] float32`` 16 kHz samples in one pass ("" for silence or < 0.1 s);
-        ``bias``: hotwords to prefer (:meth:`hotwords`).
+        ``bias``: hotwords to prefer (:meth:`hotwords`); ``draft``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
         """
-        return self.tokenizer.decode(self.generate(audio, bias=bias))
+        return self.tokenizer.decode(self.generate(audio, bias=bias, draft=draft))
+
+    def transcribe_tokens(self, audio: np.ndarray, bias: HotwordTree | None = None,
+                          draft: Sequence[int] | None = None) -> tuple[str, list[int]]:
+        """As :meth:`transcribe`, and the reading's token ids (the next reading's ``draft``).
+
+        Raises:
+            BackendError: ONNX Runtime failed.
+        """
+        ids = self.generate(audio, bias=bias, draft=draft)
+        return self.tokenizer.decode(ids), ids
 
     def hotwords(self, words, boost: float | None = None) -> HotwordTree:
         """The prefix tree of ``words`` (checked: :func:`captioner.asr.hotword_list.check_hotwords`)

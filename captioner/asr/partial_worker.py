@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 import numpy as np
@@ -43,6 +43,8 @@ class PartialJob:
         clip: ``[n] float32`` 16 kHz samples to decode (the open line plus padding).
         tag: whatever the session needs to match the result to its line (line id, stream
             generation, line start s, clip length s, session time s at submission).
+        kwargs: keyword arguments of the decode besides the clip (the default model's
+            ``draft``: the line's previous re-decode's tokens).
         text: the decoded text once done (None before).
         cost_s: wall seconds the decode took once done.
         error: the exception the decode raised, if any.
@@ -51,6 +53,7 @@ class PartialJob:
     key: Hashable
     clip: np.ndarray
     tag: Any
+    kwargs: dict = field(default_factory=dict)
     text: str | None = None
     cost_s: float = 0.0
     error: BaseException | None = None
@@ -168,7 +171,7 @@ class PartialWorker:
         t0 = time.perf_counter()
         try:
             with model_call():  # the process never finalises while a re-decode runs (issue 30.2)
-                job.text = self._decode(job.clip)
+                job.text = self._decode(job.clip, **job.kwargs)
         except BaseException as exc:  # reported to the session by poll(); never kills the thread
             job.error = exc
         job.cost_s = time.perf_counter() - t0

@@ -514,7 +514,8 @@ def _clock(t: float) -> str:
 def _shift(event: Event, offset: float) -> Event:
     """``event`` with its stream times moved by ``offset`` seconds (continued runs)."""
     if isinstance(event, TextDelta):
-        return dataclasses.replace(event, start=event.start + offset, end=event.end + offset)
+        return dataclasses.replace(event, start=event.start + offset, end=event.end + offset,
+                                   heard=None if event.heard is None else event.heard + offset)
     if isinstance(event, (TurnBoundary, VadProbabilities, VoiceActivity)):
         return dataclasses.replace(event, time=event.time + offset)
     return event

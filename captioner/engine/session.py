@@ -320,7 +320,7 @@ class StreamingSession:
             return
         if isinstance(ev, TextDelta):
             if self._join_space and ev.text and not ev.text[0].isspace():
-                ev = TextDelta(" " + ev.text, ev.start, ev.end, ev.final, ev.source)
+                ev = dataclasses.replace(ev, text=" " + ev.text)
             out.append(ev)
             if not ev.final:
                 self._partial_open = bool(ev.text.strip())
