@@ -18,7 +18,10 @@ Graphs (prepared by :mod:`captioner.asr.moonshine_prepare`; DESIGN section 4):
 Each step binds the previous step's ``present`` outputs as the next ``past`` inputs in
 place (``IOBinding`` with ORT-owned ``OrtValue`` s), so no cache array is copied through
 numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end token or
-after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). With a
+after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). A reading
+may start from a draft (an earlier reading of the same line): the decoder scores all of its
+tokens in one run and steps on after the longest prefix greedy decoding itself would choose
+(:meth:`MoonshineModel._verify`), the same tokens for far fewer runs. With a
 hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
 tokens, and a steered match that is abandoned resumes from the step's kept outputs; as each
 word completes, a word that sounds like a hotword is respelled when the model, teacher-forced

@@ -72,14 +72,14 @@ class PartialWorker:
     """Runs :class:`PartialJob` re-decodes one at a time, off the caller's thread.
 
     Args:
-        decode: ``decode(clip [n] float32) -> str``; called on the worker thread only
+        decode: ``decode(clip [n] float32, **job.kwargs) -> str``; called on the worker thread only
             (it must be safe to call next to the caller's own decodes: the default
             model's is).
         threaded: False runs each job synchronously inside :meth:`submit`.
         name: the thread's name (seen in the benchmark's per-thread CPU times).
     """
 
-    def __init__(self, decode: Callable[[np.ndarray], str], *, threaded: bool = True, name: str = "captioner-partial") -> None:
+    def __init__(self, decode: Callable[..., str], *, threaded: bool = True, name: str = "captioner-partial") -> None:
         self._decode = decode
         self.threaded = bool(threaded)
         self._cond = threading.Condition()
