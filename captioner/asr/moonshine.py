@@ -230,17 +230,16 @@ class MoonshineBackend(Backend):
 
         Args:
             draft: the open line's token ids of its previous re-decode (:attr:`_LineState.tokens`),
-                for a model that takes drafts (``drafts = True``, not with hotwords): the reading
-                checks them in one decoder run instead of a step per token, and the list is
-                then replaced in place by this reading's tokens.
+                for a model that takes drafts (``drafts = True``): the reading checks them in
+                one decoder run instead of a step per token (the model ignores them under
+                hotwords), and the list is then replaced in place by this reading's tokens.
 
         Raises:
             BackendError: the model failed.
         """
-        read = getattr(self.model, "transcribe_tokens", None) if getattr(self.model, "drafts", False) else None
-        if draft is None or read is None or self.bias is not None:
+        if draft is None or not getattr(self.model, "drafts", False):
             return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
-        text, tokens = read(audio, draft=draft)
+        text, tokens = self.model.transcribe_tokens(audio, draft=draft, **self._bias)
         draft[:] = tokens
         return collapse_repeats(text.strip())
 

@@ -418,7 +418,7 @@ class MoonshineModel:
         Raises:
             BackendError: ONNX Runtime failed.
         """
-        return self.tokenizer.decode(self.generate(audio, bias=bias, draft=draft))
+        return self.transcribe_tokens(audio, bias, draft)[0]
 
     def transcribe_tokens(self, audio: np.ndarray, bias: HotwordTree | None = None,
                           draft: Sequence[int] | None = None) -> tuple[str, list[int]]:
