@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -37,7 +37,9 @@ class StepRow:
     Attributes:
         audio: ``[chunk_size] float32`` samples in [-1, 1] at the backend's sample
             rate, or ``None`` for a finish-only row (``end()`` with no new audio:
-            the backend only finalises the session's state).
+            the backend only finalises the session's state), or ``[0] float32`` for a
+            collect-only row (sent only while :meth:`Backend.ready` is True: nothing new,
+            the backend hands over what it finished off the engine thread).
         state: the session's backend state from the previous :class:`StepResult`,
             or ``None`` for a fresh session (the backend builds the initial state).
         start: stream time (s) of the first *new* sample in ``audio`` (the overlap
@@ -90,6 +92,11 @@ class Backend(abc.ABC):
             :class:`~captioner.engine.turns.TurnDetector` (VAD + smart-turn) does, and
             the backend's own boundaries (a line model's ``"line"``) are dropped.
             ``"model"``: the backend's semantic boundaries (Audio8 VAD heads) are kept.
+        wakeup: set by the live engine (:class:`~captioner.engine.live.LiveCaptioner`):
+            a backend that finishes work on threads of its own (the default model's
+            re-decodes) calls it, from any thread, as soon as :meth:`ready` turns True for
+            a session; the engine then collects the events with a collect-only row
+            instead of waiting for the session's next chunk. It returns at once.
     """
 
     name: str = "backend"
@@ -97,6 +104,7 @@ class Backend(abc.ABC):
     batch_size: int = 1
     flush_chunks: int = 0
     turn_source: str = "audio"
+    wakeup: Callable[[], None] | None = None
 
     @property
     def sample_rate(self) -> int:
@@ -119,6 +127,12 @@ class Backend(abc.ABC):
             BackendError (or any exception): the engine re-raises it in every
             session waiting on this call and keeps its worker running.
         """
+
+    def ready(self, state: Any) -> bool:
+        """True when work the backend finished off the engine thread waits for the session whose
+        state is ``state`` (a collect-only :class:`StepRow` hands it over); called on the
+        caller's thread, so it only reads thread-safe flags. Default: never."""
+        return False
 
     def state_stats(self, state: Any) -> dict:
         """Backend-measured fields of :class:`~captioner.events.Stats` for one session's

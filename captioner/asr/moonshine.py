@@ -214,7 +214,7 @@ class MoonshineBackend(Backend):
         self.partials = bool(partials)
         threaded = self.partials and usable_cpus() >= 2
         self.budget.parallel = threaded
-        self._worker = PartialWorker(self._decode_clip, threaded=threaded)
+        self._worker = PartialWorker(self._decode_clip, threaded=threaded, on_done=self._partial_done)
         # a completed line's final text (line_framing); live, with a core for it, an unsure line's
         # second framing is read beside the first -- a file reads two lines at once instead (the pool)
         self._reader = LineReader(model, self._bias, at_once=threaded)
@@ -224,6 +224,16 @@ class MoonshineBackend(Backend):
     def describe(self) -> str:
         """One line: model and geometry."""
         return f"default (Moonshine base-en, {self.model_dir.name}): 16000 Hz, {CHUNK_SAMPLES}-sample steps"
+
+    def _partial_done(self) -> None:
+        """A re-decode finished (partial thread): wake the live engine to collect it now."""
+        wakeup = self.wakeup
+        if wakeup is not None:
+            wakeup()
+
+    def ready(self, state: Any) -> bool:
+        """A finished re-decode of this session's open line waits to be shown (see :attr:`Backend.wakeup`)."""
+        return isinstance(state, _LineState) and self._worker.done(state.key)
 
     def _decode_clip(self, audio: np.ndarray, draft: list | None = None) -> str:
         """Decode ``[n] float32`` samples on their own (one pass); returns the text.
@@ -317,9 +327,12 @@ class MoonshineBackend(Backend):
         """Tell the budget what a finished re-decode cost (collected or thrown away)."""
         self.budget.record_optional(job.cost_s, len(job.clip) / self.sample_rate)
 
-    def _partial(self, state: _LineState) -> list[Event]:
-        """Collect a finished re-decode of the open line, and start the next one when the
-        budget allows; LocalAgreement commits what two re-decodes ``MIN_GAP_S`` apart agree on."""
+    def _partial(self, state: _LineState, submit: bool = True) -> list[Event]:
+        """Collect a finished re-decode of the open line, and (``submit``) start the next one when
+        the budget allows; LocalAgreement commits what two re-decodes ``MIN_GAP_S`` apart agree on.
+
+        A collect-only row (no new audio) passes ``submit=False``: the next re-decode starts
+        with the next chunk, so it hears that chunk too and the re-decodes keep their pace."""
         if not self.partials:
             return []
         out: list[Event] = []
@@ -328,7 +341,7 @@ class MoonshineBackend(Backend):
         job = self._worker.poll(state.key)
         if job is not None:
             out += self._apply_partial(state, job)
-        if state.open_line is None or self._worker.busy:
+        if not submit or state.open_line is None or self._worker.busy:
             return out
         sr = self.sample_rate
         line, first = state.open_line
@@ -418,8 +431,10 @@ class MoonshineBackend(Backend):
                 self._worker.discard(state.key)
                 results.append(StepResult(None, events, speech))
                 continue
-            self.budget.record_required(time.perf_counter() - t0)
-            events += self._partial(state)
+            fresh = row.audio is not None and len(row.audio) > 0  # else a collect-only row
+            if fresh:
+                self.budget.record_required(time.perf_counter() - t0)
+            events += self._partial(state, submit=fresh)
             results.append(StepResult(state, events, speech))
         return results
 

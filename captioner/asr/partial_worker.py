@@ -11,6 +11,8 @@ short the engine thread's required work wins.
 
 One re-decode runs at a time (a second would only compete with the first); a session
 submits a job, keeps stepping, and collects the text on a later step with :meth:`poll`.
+``on_done`` tells the caller the moment a job finishes, so a live engine can collect it
+then instead of at its next audio step (up to one 100 ms step later, issue 27).
 A job whose line has closed meanwhile is not collected (:meth:`discard`); what it cost is
 still handed back (:meth:`take_discarded`) so the budget sees all the CPU partials use.
 
@@ -77,10 +79,15 @@ class PartialWorker:
             model's is).
         threaded: False runs each job synchronously inside :meth:`submit`.
         name: the thread's name (seen in the benchmark's per-thread CPU times).
+        on_done: called with no arguments on the worker thread right after a job finished
+            and can be collected (:meth:`done`, :meth:`poll`); not for discarded jobs, nor
+            in synchronous mode. It must return at once (set an event).
     """
 
-    def __init__(self, decode: Callable[..., str], *, threaded: bool = True, name: str = "captioner-partial") -> None:
+    def __init__(self, decode: Callable[..., str], *, threaded: bool = True, name: str = "captioner-partial",
+                 on_done: Callable[[], None] | None = None) -> None:
         self._decode = decode
+        self._on_done = on_done
         self.threaded = bool(threaded)
         self._cond = threading.Condition()
         self._pending: PartialJob | None = None  # waiting for the thread
@@ -118,6 +125,11 @@ class PartialWorker:
         """The finished job of session ``key`` (once), or None when none has finished."""
         with self._cond:
             return self._done.pop(key, None)
+
+    def done(self, key: Hashable) -> bool:
+        """Session ``key`` has a finished job waiting for :meth:`poll`."""
+        with self._cond:
+            return key in self._done
 
     def current(self, key: Hashable) -> PartialJob | None:
         """Session ``key``'s job that is waiting or running (not finished), or None."""
@@ -191,9 +203,14 @@ class PartialWorker:
             self._run(job)
             with self._cond:
                 self._running = None
-                if job.discarded:
-                    if len(self._spent) < 64:  # a caller that never collects cannot grow it
-                        self._spent.append(job)
-                elif not self._closed:
+                ready = not job.discarded and not self._closed
+                if ready:
                     self._done[job.key] = job
+                elif job.discarded and len(self._spent) < 64:  # a caller that never collects cannot grow it
+                    self._spent.append(job)
                 self._cond.notify_all()
+            if ready and self._on_done is not None:
+                try:
+                    self._on_done()
+                except Exception:  # noqa: BLE001 - a caller's hook never ends the thread
+                    pass

@@ -184,6 +184,7 @@ class LiveCaptioner:
         self.time_offset += self._run_end
         self._run_end = 0.0
         _backend_hook(self.backend, "resume")()
+        _set_wakeup(self.backend, self._decode_wakeup.set)
         started: list[AudioSource] = []
         try:
             for s in self.sources:
@@ -355,6 +356,11 @@ class LiveCaptioner:
                 rows = [(lane.session, x) for lane in lanes if (x := self._take(lane, TAKE_S)) is not None]
                 if rows:
                     self._emit_all(_feed(rows))
+                collected = False
+                for lane in lanes:  # a re-decode finished between chunks: show it now (Backend.wakeup)
+                    if events := _collect(lane.session):
+                        collected = True
+                        self._emit_all(events)
                 for lane in lanes:
                     if (gap := lane.take_gap()) is not None:
                         self._restart_at_gap(lane, gap)
@@ -365,7 +371,7 @@ class LiveCaptioner:
                 if now >= next_stats:
                     next_stats = now + self.stats_interval_s
                     self._emit_stats()
-                if not rows and not finishing:
+                if not rows and not finishing and not collected:
                     self._decode_wakeup.wait(self.stats_interval_s)
         except Exception as exc:  # noqa: BLE001 - a backend failure must not end silently
             if isinstance(exc, BackendError):  # an expected failure with its own clear message
@@ -493,6 +499,12 @@ def _feed(rows, end: bool = False) -> list[Event]:
         return feed_many(rows, end=end)
 
 
+def _collect(session) -> list[Event]:
+    """:meth:`StreamingSession.collect`, marked as a model call like :func:`_feed`."""
+    with model_call():
+        return session.collect()
+
+
 def _backend_hook(backend: object, name: str) -> Callable[[], None]:
     """``backend.name`` (or that of the backend a batching engine wraps), else a no-op: the
     remote backend's ``interrupt`` (Stop is final: no new server session, a bounded flush)
@@ -502,6 +514,15 @@ def _backend_hook(backend: object, name: str) -> Callable[[], None]:
         if callable(hook):
             return hook
     return lambda: None
+
+
+def _set_wakeup(backend: object, wakeup: Callable[[], None]) -> None:
+    """Point :attr:`Backend.wakeup` of ``backend`` (or of the backend a batching engine wraps)
+    at this run's decode thread."""
+    for obj in (backend, getattr(backend, "backend", None)):
+        if isinstance(obj, Backend):
+            obj.wakeup = wakeup
+            return
 
 
 def _clock(t: float) -> str:

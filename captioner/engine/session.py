@@ -163,6 +163,27 @@ class StreamingSession:
         self._push(block)
         return self._drive_sync()
 
+    def collect(self) -> list[Event]:
+        """Events of work the backend finished off its engine thread for this session (a default-model
+        re-decode's partial), handed over now by a collect-only row instead of with the next chunk.
+
+        Returns:
+            The events, labelled with ``source``, after the turn rules; ``[]`` when the backend
+            has nothing ready (:meth:`Backend.ready`), nothing was decoded yet, or the stream is ending.
+
+        Raises:
+            Exception: whatever the backend raised for this session's call.
+        """
+        ready = getattr(self.backend, "ready", None)  # duck-typed backends may have none
+        if self.state is None or self._ending or ready is None or not ready(self.state):
+            return []
+        t = self._new_from / self.sample_rate
+        row = StepRow(np.zeros(0, np.float32), self.state, t, t)
+        result = self.engine.submit(row, self).result()
+        self.state = result.state
+        events = [ev if isinstance(ev, PendingLine) else with_source(ev, self.source) for ev in result.events]
+        return self._post(events, None, now=self.stream_time)
+
     def end(self) -> list[Event]:
         """Flush the stream (see module rules), finalise, and reset.
 
