@@ -3,7 +3,8 @@
 The open line is re-decoded every few hundred ms, and each reading mostly repeats the one
 before. :meth:`MoonshineModel.decode` takes that reading's tokens as a ``draft``, scores
 them all in one decoder run and steps on after the longest prefix greedy decoding itself
-chooses: the same tokens for far fewer decoder runs.
+chooses; where the reading left the draft, each step checks the draft's tokens that follow
+the last one read with it: the same tokens for far fewer decoder runs.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from captioner.asr import moonshine as ms
 from captioner.asr.moonshine import MoonshineBackend, _LineState
 from captioner.asr.moonshine_lines import LineEvent
+from captioner.asr.moonshine_model import LOOKAHEAD
 from tests.speech import have_espeak
 
 SR = 16000
@@ -58,13 +60,20 @@ def test_a_draft_gives_the_greedy_tokens_in_fewer_decoder_runs(reading, monkeypa
     runs = Runs(monkeypatch, model)
     assert model.decode(hidden, 60) == ref
     assert runs.n == len(ref) + 1  # without a draft: a step per token and one for the end token
+    assert 10 < len(ref) <= 10 + LOOKAHEAD  # (the run counts below are for such a reading)
     cases = {
         "the same reading": (ref, 1),  # one run scores every token and the end token
         "longer than the reading": (ref + ref[:4], 1),
         "wrong from token 8 on": (ref[:8] + [500] * (len(ref) - 8), 1 + len(ref) - 8),
-        "wrong at token 8 only": (ref[:8] + [500] + ref[9:], 1 + len(ref) - 8),
         "wrong from the start": ([500] * 6, 1 + len(ref)),
         "a shorter, earlier reading": (ref[: len(ref) // 2], 1 + len(ref) - len(ref) // 2),
+        # the reading leaves the draft at token 8 and finds it again (draft_tokens.continuation):
+        # one run checks tokens 0-7 and scores 8; one step reads 9 (8 is not in the draft);
+        # one run on the cache checks 10.. and scores the end token
+        "wrong at token 8 only": (ref[:8] + [500] + ref[9:], 3),
+        "token 8 missing": (ref[:8] + ref[9:], 3),  # 8 read by the first run, 9 by a step
+        # 0-7 checked, 500 rejected and 8 read by the first run; 9.. found after 8 at once
+        "a token inserted before token 8": (ref[:8] + [500] + ref[8:], 2),
     }
     for name, (draft, want_runs) in cases.items():
         runs.n = 0

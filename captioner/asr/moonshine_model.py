@@ -21,7 +21,9 @@ numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end
 after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). A reading
 may start from a draft (an earlier reading of the same line): the decoder scores all of its
 tokens in one run and steps on after the longest prefix greedy decoding itself would choose
-(:meth:`MoonshineModel._verify`), the same tokens for far fewer runs. With a
+(:func:`~captioner.asr.draft_tokens.check_draft`); where the reading leaves the draft, each step checks the
+draft's tokens that follow the last one read along with it (:mod:`captioner.asr.draft_tokens`):
+the same tokens for far fewer runs. With a
 hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
 tokens, and a steered match that is abandoned resumes from the step's kept outputs; as each
 word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
@@ -39,6 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.base import BackendError, DecodeCancelled
+from captioner.asr.draft_tokens import check_draft, continuation, log_softmax_at
 from captioner.asr.hotword_list import check_hotwords
 from captioner.asr.hotword_respell import Respelling
 from captioner.asr.hotwords import HotwordTree
@@ -52,6 +55,10 @@ TOKENS_PER_S = 6.5
 #: second try) in one batch of 2 or 3 (:meth:`MoonshineModel._batch`); needs the decoder's
 #: weights prepacked (+57 MB resident).
 SPECULATE = True
+#: Most draft tokens checked in one run on the cache after a reading left its draft
+#: (:func:`~captioner.asr.draft_tokens.check_draft`): a run on 10 positions costs ~1.7 plain steps, so a wrong
+#: guess costs little and a right one saves up to 10 steps.
+LOOKAHEAD = 10
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
 LAYERS, HEADS, HEAD_DIM = 8, 8, 52
@@ -81,13 +88,6 @@ def session_options(prepack: bool = False):
     opts.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
     opts.enable_mem_pattern = False
     return opts
-
-
-def log_softmax_at(logits: np.ndarray, index: int) -> float:
-    """``log(softmax(logits)[index])`` of ``[V]`` logits, computed stably in float64."""
-    x = np.asarray(logits, dtype=np.float64)
-    top = float(x.max())
-    return float(x[index] - top - np.log(np.exp(x - top).sum()))
 
 
 class MoonshineModel:
@@ -179,10 +179,13 @@ class MoonshineModel:
                 :class:`~captioner.asr.base.DecodeCancelled` (a reading nobody needs any more).
             draft: token ids the reading is expected to start with (an earlier reading of the
                 same words: the open line's previous re-decode). They are checked in one
-                decoder run (:meth:`_verify`) and greedy steps go on after the longest prefix
-                of them that greedy decoding itself would choose, so the tokens are the same
-                as without a draft (up to float rounding between one run on many positions and
-                one step per position). Not used with ``bias`` (the hotwords steer each step).
+                decoder run (:func:`~captioner.asr.draft_tokens.check_draft`) and greedy steps go on after the longest prefix
+                of them that greedy decoding itself would choose; after that, each step runs
+                on the cache together with up to :data:`LOOKAHEAD` draft tokens that follow
+                the last token read (:func:`~captioner.asr.draft_tokens.continuation`) and keeps
+                those greedy decoding would choose. The tokens are the same as without a draft
+                (up to float rounding between one run on many positions and one step per
+                position). Not used with ``bias`` (the hotwords steer each step).
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -204,15 +207,26 @@ class MoonshineModel:
             chain = None  # the plain path beside the open steered match: its last prefix in spare
             fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
             cross = None
-            if draft and biasing is None and max_tokens > 0:
+            draft = list(draft) if draft and biasing is None else []
+            if draft and max_tokens > 0:
                 if stop is not None and stop.is_set():
                     raise DecodeCancelled("the reading is not needed any more")
-                tokens, pending = self._verify(binding, list(draft)[:max_tokens], logprobs)
+                kept, pending = check_draft(self.decoder, self._outputs, binding, START, draft[:max_tokens], logprobs,
+                                            cached=False)
+                tokens = draft[:kept]
             while len(tokens) < max_tokens:
                 if stop is not None and stop.is_set():
                     raise DecodeCancelled("the reading is not needed any more")
                 if pending is None and spare:
                     pending = spare.pop(tuple(tokens), None)
+                if pending is None and draft and flag[0] and (
+                        more := continuation(draft, tokens)[: min(LOOKAHEAD, max_tokens - len(tokens))]):
+                    # the draft again after the reading left it: its tokens that follow the
+                    # last one read, checked with the next step in one run on the cache
+                    kept, pending = check_draft(self.decoder, self._outputs, binding, tokens[-1], more, logprobs,
+                                                cached=True)
+                    tokens += more[:kept]
+                    continue
                 if pending is None:
                     for name in self._outputs:  # fresh outputs each step (their shapes change)
                         binding.bind_output(name, "cpu")
@@ -278,39 +292,6 @@ class MoonshineModel:
             raise
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
-
-    def _verify(self, binding, draft: list[int], logprobs: list[float] | None) -> tuple[list[int], list]:
-        """Check a draft in one decoder run: the decoder on ``[START] + draft`` at once (no
-        cache) scores every position; the draft's longest prefix whose every token is the
-        greedy choice there is kept. Returns ``(kept tokens, outputs)``: ``outputs`` are as a
-        decoder step's that scores the token after the kept ones (logits ``[1, 1, V]``, the
-        self-attention cache cut to the kept positions, the cross-attention cache), for the
-        greedy loop to go on from. ``binding``: the decode's, with the encoder states and the
-        empty caches bound; ``logprobs``: the kept tokens' log-probabilities are appended.
-
-        Measured on this 2-core machine (2026-12-02, a 7.4 s sentence of 27 tokens): one run on
-        28 positions 76 ms, the 28 greedy steps 800-900 ms; every position's greedy choice was
-        the token the steps chose."""
-        import onnxruntime as ort
-
-        for name in self._outputs:
-            binding.bind_output(name, "cpu")
-        binding.bind_cpu_input("input_ids", np.array([[START, *draft]], np.int64))
-        binding.bind_cpu_input("use_cache_branch", np.array([False]))
-        self.decoder.run_with_iobinding(binding)
-        outs = binding.get_outputs()
-        logits = outs[0].numpy()[0]  # [1 + len(draft), V]: position i scores the token after i tokens
-        kept = 0
-        while kept < len(draft) and int(np.argmax(logits[kept])) == draft[kept]:
-            kept += 1
-        if logprobs is not None:
-            logprobs += [log_softmax_at(logits[i], draft[i]) for i in range(kept)]
-        state = [ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(logits[kept][None, None]))]
-        for name, value in zip(self._outputs[1:], outs[1:]):
-            if ".decoder." in name:  # [1, heads, 1 + len(draft), dim] -> the start token and the kept ones
-                value = ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(value.numpy()[:, :, : kept + 1]))
-            state.append(value)
-        return draft[:kept], state
 
     def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int],
                fixed: dict | None = None) -> list[list]:
