@@ -207,6 +207,24 @@ def test_agreement_commits_while_the_sentence_is_still_spoken():
     assert ag.committed == []  # reset for the next line
 
 
+def test_a_committed_word_that_recurs_later_in_the_line_drops_no_words():
+    """The 20-minute meeting's lost words: "Blade, and" was committed from re-decodes reading
+    "Blade and the remaining ticket scout"; the line's final reading put "then" where they had
+    "and", and an "and" further on. Aligning the committed "and" with that one dropped the
+    five words between; they were on screen as the partial tail."""
+    ag = LineAgreement(holdback=0)
+    ag.committed = ["Blade,", "and"]
+    final = "Blade, then the remaining ticket scout and the support team."
+    assert ag.finish(final) == "the remaining ticket scout and the support team."
+    ag.committed = ["Blade,", "and"]
+    assert ag.after_committed("Blade and the remaining ticket".split()) == "the remaining ticket".split()
+    # a reading that splits or adds a word or two still continues after the committed ones
+    ag.committed = ["Good", "morning", "everyone,", "thank"]
+    assert ag.finish("Good morning, every one, thank you for joining.") == "you for joining."
+    ag.committed = ["Good", "morning", "everyone,", "thank"]
+    assert ag.finish("So good morning, all of everyone, thank you.") == "you."
+
+
 def test_nothing_is_committed_from_the_first_seconds_of_a_line():
     """Two early re-decodes that agree on a misreading ("That office" for "The office")
     must not lock it in: below ``min_clip_s`` of decoded line a hypothesis is only kept for

@@ -39,6 +39,14 @@ MIN_CLIP_S = 2.5
 #: +0.14 (3.7 s). 2.0 s is the shortest gap within half a point of the one-pass decode.
 MIN_GAP_S = 2.0
 
+#: Most words a reading may hold between two stretches it shares with the committed words,
+#: beyond the committed words between them (:meth:`LineAgreement.after_committed`). A later reading of
+#: the same audio reads about as many words for it; a committed word found further on is a
+#: word that recurs later in the line, and aligning to it would drop the words between
+#: (measured 2026-12-02, 20-minute meeting: "Blade, and" committed, the line read "Blade, then
+#: the remaining ticket scout and the support team.", and "then the remaining ticket scout"
+#: was lost).
+MAX_SKIP = 2
 
 #: First words whose capital stays where a sentence does not start ("so, I think").
 KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
@@ -187,9 +195,14 @@ class LineAgreement:
         if h[: len(c)] == c:
             return list(words[len(c) :])
         # The new hypothesis reads the committed stretch differently: align the two and
-        # continue after the hypothesis word matched to the last committed word.
+        # continue after the hypothesis word matched to the last committed word; a match more
+        # than MAX_SKIP words further on in the hypothesis is a word that recurs later in the line
         sm = difflib.SequenceMatcher(a=c, b=h, autojunk=False)
-        blocks = [b for b in sm.get_matching_blocks() if b.size]
+        blocks, shift = [], 0  # shift: extra hypothesis words before the last block kept
+        for b in sm.get_matching_blocks():
+            if b.size and b.b - b.a - shift <= MAX_SKIP:
+                blocks.append(b)
+                shift = b.b - b.a
         if blocks:
             a0, b0, size = blocks[-1]
             end = b0 + size + (len(c) - (a0 + size))  # unmatched committed tail: one word each
