@@ -181,8 +181,7 @@ class StreamingSession:
         row = StepRow(np.zeros(0, np.float32), self.state, t, t)
         result = self.engine.submit(row, self).result()
         self.state = result.state
-        events = [ev if isinstance(ev, PendingLine) else with_source(ev, self.source) for ev in result.events]
-        return self._post(events, None, now=self.stream_time)
+        return self._post(self._labelled(result.events), None, now=self.stream_time)
 
     def end(self) -> list[Event]:
         """Flush the stream (see module rules), finalise, and reset.
@@ -306,8 +305,11 @@ class StreamingSession:
             self._steps += 1
         if row.last:
             self._finished = True
-        return [ev if isinstance(ev, PendingLine) else with_source(ev, self.source) for ev in result.events], \
-            new_audio, result.speech
+        return self._labelled(result.events), new_audio, result.speech
+
+    def _labelled(self, events: list[Event]) -> list[Event]:
+        """A row's events labelled with ``source`` (lines still being decoded stay as they are)."""
+        return [ev if isinstance(ev, PendingLine) else with_source(ev, self.source) for ev in events]
 
     def _post(self, events: list[Event], audio: np.ndarray | None, speech: list[float] | None = None,
               now: float = 0.0) -> list[Event]:
