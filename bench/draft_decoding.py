@@ -37,19 +37,13 @@ def main() -> None:
     import soundfile as sf
 
     import captioner.asr.moonshine_model as mm
+    from bench.hotwords import count_decoder_runs
     from bench.voice_sets import render_set
     from captioner.asr.line_framing import framed
     from captioner.asr.moonshine import PARTIAL_PAD_S, default_model_dir
 
     model = mm.shared_model(default_model_dir())
-    runs = [0]
-    run = model.decoder.run_with_iobinding
-
-    def counted(*a, **k):
-        runs[0] += 1
-        return run(*a, **k)
-
-    model.decoder.run_with_iobinding = counted
+    runs = count_decoder_runs(model)
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("set1", "set2", "set3"):

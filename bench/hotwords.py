@@ -182,14 +182,9 @@ def quality(boosts: list[float]) -> dict:
     return out
 
 
-def timing_child(n_words: int, repeats: int) -> dict:
-    """(In a child, with this file's tree or an older one on the path.) Per-clip median ms per
-    decoder run and per emitted token, decoding the same clips ``repeats`` times."""
-    from captioner.asr.moonshine import default_model_dir
-    from captioner.asr.moonshine_model import MoonshineModel
-
-    model = MoonshineModel(default_model_dir())
-    tree = model.hotwords(synthetic_words(n_words)) if n_words else None
+def count_decoder_runs(model) -> list[int]:
+    """Count ``model``'s decoder runs from now on: returns ``[n]``, ``n`` going up by one per
+    ``run_with_iobinding`` call (set it back to 0 to count a stretch)."""
     runs = [0]
     real = model.decoder.run_with_iobinding
 
@@ -198,6 +193,18 @@ def timing_child(n_words: int, repeats: int) -> dict:
         return real(*a, **k)
 
     model.decoder.run_with_iobinding = counted
+    return runs
+
+
+def timing_child(n_words: int, repeats: int) -> dict:
+    """(In a child, with this file's tree or an older one on the path.) Per-clip median ms per
+    decoder run and per emitted token, decoding the same clips ``repeats`` times."""
+    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_model import MoonshineModel
+
+    model = MoonshineModel(default_model_dir())
+    tree = model.hotwords(synthetic_words(n_words)) if n_words else None
+    runs = count_decoder_runs(model)
     sys.path.insert(0, str(ROOT / "tests"))
     from speech import SENTENCES as ORDINARY
 
