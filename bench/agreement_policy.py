@@ -39,10 +39,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-#: (holdback words, minimum clip s, minimum gap s between the compared clips) to compare; the
-#: first is the previous round's policy.
-POLICIES = [(0, 2.5, 0.0), (0, 1.5, 0.0), (0, 2.0, 0.0), (0, 3.0, 0.0), (0, 2.5, 1.0), (0, 2.5, 1.5),
-            (0, 2.5, 2.0), (0, 2.5, 2.5), (1, 2.5, 1.5), (1, 2.5, 2.0)]
+#: (holdback words, minimum clip s, minimum gap s between the compared clips, lowest word
+#: confidence committed or None) to compare; the first is the previous round's policy.
+POLICIES = [(0, 2.5, 2.0, None), (0, 2.5, 0.0, None), (0, 2.5, 1.0, None), (0, 2.5, 1.5, None),
+            (0, 2.5, 2.5, None), (1, 2.5, 2.0, None), (1, 2.5, 2.5, None), (0, 3.5, 2.0, None),
+            (0, 2.5, 0.0, -0.2), (0, 2.5, 0.5, -0.2), (0, 2.5, 1.0, -0.3), (0, 2.5, 1.0, -0.2),
+            (0, 2.5, 1.0, -0.1), (0, 2.5, 1.5, -0.3), (0, 2.5, 1.5, -0.2), (0, 2.5, 1.5, -0.1),
+            (0, 2.5, 2.0, -0.3), (0, 2.5, 2.0, -0.2), (0, 2.5, 2.0, -0.1), (0, 2.0, 1.0, -0.2),
+            (0, 2.0, 1.5, -0.2)]
 
 _BACKEND = None
 _AUDIO = None
@@ -84,7 +88,9 @@ def _init(wav: str) -> None:
 
 
 def replay_line(line: tuple[float, float, str]) -> dict:
-    """The live-like re-decodes of one line: ``{"hyps": [(t, cost, text)], "final_cost": s}``."""
+    """The live-like re-decodes of one line: ``{"hyps": [(t, cost, text, confidence)],
+    "final_cost": s}``; ``confidence``: per word, its least likely token's log-probability
+    (:meth:`MoonshineBackend._decode_clip`)."""
     import numpy as np
 
     from captioner.asr.moonshine import MIN_PARTIAL_S, PARTIAL_PAD_S
@@ -96,16 +102,18 @@ def replay_line(line: tuple[float, float, str]) -> dict:
     while t < le:
         clip = np.concatenate([_AUDIO[int(ls * sr) : int(t * sr)], pad])
         t0 = time.perf_counter()
-        text = be._decode_clip(clip)
+        confidence: list[float] = []
+        text = be._decode_clip(clip, draft=[], confidence=confidence)
         cost = time.perf_counter() - t0
-        hyps.append((t, cost, text))
+        hyps.append((t, cost, text, confidence))
         t += max(cost + 0.05, be.budget.min_interval_s)
     t0 = time.perf_counter()
     be._decode_clip(_AUDIO[int(ls * sr) : int(le * sr)])
     return {"hyps": hyps, "final_cost": time.perf_counter() - t0}
 
 
-def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap_s: float = 0.0) -> dict:
+def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap_s: float = 0.0,
+             commit_logprob: float | None = None) -> dict:
     """Replay every line's re-decodes through one policy; WER and estimated word latency."""
     import jiwer
     import numpy as np
@@ -116,10 +124,11 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap
 
     out_words, lat, early = [], [], 0
     for (ls, le, text), rep in zip(lines, replays):
-        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s, min_gap_s=min_gap_s)
+        ag = LineAgreement(holdback=holdback, min_clip_s=min_clip_s, min_gap_s=min_gap_s,
+                           commit_logprob=commit_logprob)
         times = []
-        for t, cost, hyp in rep["hyps"]:
-            new, _ = ag.update(collapse_repeats(hyp), t - ls)
+        for t, cost, hyp, confidence in rep["hyps"]:
+            new, _ = ag.update(hyp, t - ls, confidence if hyp else None)
             times += [t + cost + 0.05] * len(new.split())
         committed = list(ag.committed)
         rest = ag.finish(collapse_repeats(text)).split()
@@ -138,6 +147,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap
         "holdback": holdback,
         "min_clip_s": min_clip_s,
         "min_gap_s": min_gap_s,
+        "commit_logprob": commit_logprob,
         "wer": round(wer, 4),
         "wer_one_pass": round(wer_1, 4),
         "wer_gap_points": round(100 * (wer - wer_1), 2),
@@ -147,37 +157,64 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap
     }
 
 
+def replay_audio(name: str, minutes: float, jobs: int, tmp: str) -> dict:
+    """Render one input (``"meeting"``: the ``minutes``-minute meeting of
+    ``bench/meeting_audio.py``, seed 10; else a set of ``bench/voice_sets.py``), find its
+    one-pass lines and decode every line's live-like re-decodes.
+
+    Returns:
+        ``{"ref": reference text, "lines": [(start s, end s, text)], "replays": [...]}``.
+    """
+    import soundfile as sf
+
+    wav = str(Path(tmp) / f"{name}.wav")
+    if name == "meeting":
+        from bench.meeting_audio import make_meeting
+
+        ref = " ".join(u.text for u in make_meeting(wav, minutes, seed=10))
+    else:
+        from bench.voice_sets import render_set
+
+        ref = " ".join(u["text"] for u in render_set(name, wav))
+    audio, _ = sf.read(wav, dtype="float32")
+    lines = one_pass_lines(audio)
+    with mp.get_context("spawn").Pool(max(1, jobs), initializer=_init, initargs=(wav,)) as pool:
+        replays = pool.map(replay_line, lines, chunksize=1)
+    return {"ref": ref, "lines": lines, "replays": replays}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=2.0, help="meeting length (bench/meeting_audio.py, seed 10)")
+    ap.add_argument("--inputs", default="meeting",
+                    help="comma-separated: 'meeting' and/or sets of bench/voice_sets.py (set1,set2,set3)")
     ap.add_argument("--jobs", type=int, default=2, help="decoding processes")
-    ap.add_argument("--out", help="write OUT.json")
+    ap.add_argument("--replays", help="evaluate the re-decodes stored in this OUT.replays.json instead of decoding")
+    ap.add_argument("--out", help="write OUT.json and OUT.replays.json")
     args = ap.parse_args()
-    import soundfile as sf
-
-    from bench.meeting_audio import make_meeting
 
     t_start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = str(Path(tmp) / "meeting.wav")
-        ref = " ".join(u.text for u in make_meeting(wav, args.minutes, seed=10))
-        audio, _ = sf.read(wav, dtype="float32")
-        lines = one_pass_lines(audio)
-        with mp.get_context("spawn").Pool(max(1, args.jobs), initializer=_init, initargs=(wav,)) as pool:
-            replays = pool.map(replay_line, lines, chunksize=1)
-    results = [evaluate(lines, replays, ref, *policy) for policy in POLICIES]
+    if args.replays:
+        stored = json.loads(Path(args.replays).read_text())
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            stored = {name: replay_audio(name, args.minutes, args.jobs, tmp) for name in args.inputs.split(",")}
     report = {
         "command": "python bench/agreement_policy.py " + " ".join(sys.argv[1:]),
         "minutes": args.minutes,
-        "lines": len(lines),
-        "re_decodes": sum(len(r["hyps"]) for r in replays),
         "wall_s": round(time.perf_counter() - t_start, 1),
-        "policies": results,
+        "inputs": {},
     }
+    for name, data in stored.items():
+        report["inputs"][name] = {
+            "lines": len(data["lines"]),
+            "re_decodes": sum(len(r["hyps"]) for r in data["replays"]),
+            "policies": [evaluate(data["lines"], data["replays"], data["ref"], *p) for p in POLICIES],
+        }
     text = json.dumps(report, indent=1)
     if args.out:
-        Path(args.out).with_suffix(".replays.json").write_text(json.dumps({"lines": lines, "replays": replays}))
-    if args.out:
+        if not args.replays:
+            Path(args.out).with_suffix(".replays.json").write_text(json.dumps(stored))
         Path(args.out).with_suffix(".json").write_text(text + "\n")
     print(text)
 

@@ -88,6 +88,74 @@ def test_a_draft_gives_the_greedy_tokens_in_fewer_decoder_runs(reading, monkeypa
     assert model.transcribe_scored(clip, draft=ref) == pytest.approx(model.transcribe_scored(clip), abs=1e-4)
 
 
+def test_each_word_of_a_reading_gets_its_least_likely_tokens_log_probability(reading):
+    """The confidence LocalAgreement commits by (agreement.COMMIT_LOGPROB): per word, the
+    lowest log-probability of its tokens, a closing "." or "," not counted; with or without a
+    draft alike."""
+    from captioner.asr.moonshine_tokenizer import SPACE_MARK
+
+    model, clip, _, ref, ref_lp = reading
+    expected: list[float] = []
+    for tok, lp in zip(ref, ref_lp):
+        piece = model.tokenizer.pieces[tok].decode()
+        if piece.startswith(SPACE_MARK) or not expected:
+            expected.append(lp)
+        elif any(ch.isalnum() for ch in piece):  # punctuation says nothing about the word
+            expected[-1] = min(expected[-1], lp)
+    for draft in (None, ref, ref[:6]):
+        confidence: list[float] = []
+        text, tokens = model.transcribe_tokens(clip, draft=draft, confidence=confidence)
+        assert tokens == ref and len(confidence) == len(text.split())
+        assert confidence == pytest.approx(expected, abs=1e-3)
+    assert all(c <= 0 for c in expected) and min(expected) < -1e-3  # log-probabilities, not all sure
+
+
+class Unsure:
+    """Stand-in model whose re-decodes of a line agree on a misreading it is unsure of."""
+
+    drafts = True
+
+    def transcribe(self, audio, draft=None):
+        return self.transcribe_tokens(audio, draft=draft)[0]
+
+    def transcribe_tokens(self, audio, draft=None, confidence=None):
+        words = "That sound freeze on the plan".split()[: 3 + len(audio) // SR]
+        if confidence is not None:
+            confidence[:] = [-0.05, -0.9, -0.6] + [-0.01] * (len(words) - 3)
+        return " ".join(words), list(range(len(words)))
+
+    def transcribe_scored(self, audio, draft=None, stop=None):
+        return "That sounds fair on the plan today.", 0.0
+
+
+def test_a_misreading_the_model_is_unsure_of_is_not_made_final_early():
+    """Through the backend: the re-decodes' word confidences reach LocalAgreement, so the
+    line's final reading, not two agreeing re-decodes, decides the unsure words."""
+    from captioner.engine.scheduler import DecodeBudget
+    from captioner.events import TextDelta
+
+    now = [0.0]  # the budget's clock: a re-decode is due every time
+    be = MoonshineBackend(model=Unsure(), vad=object(), partials=True, budget=DecodeBudget(clock=lambda: now[0]))
+    be._worker.close()
+    be._worker = ms.PartialWorker(be._decode_clip, threaded=False)  # exact order
+    state = _LineState(lines=None, speech=None)
+    events = []
+    try:
+        events += be._lines(state, [LineEvent(0, 0)])
+        for _ in range(6):  # a re-decode after every 0.5 s of the line
+            audio = np.full(SR // 2, 0.1, np.float32)
+            be._keep(state, audio)
+            state.total += len(audio)
+            now[0] += 10.0
+            events += be._partial(state)
+        events += be._lines(state, [LineEvent(0, 0, state.total)])
+    finally:
+        be.close()
+    finals = [e.text.strip() for e in events if isinstance(e, TextDelta) and e.final]
+    assert finals[0] == "That"  # committed early: the model is sure of it
+    assert " ".join(finals) == "That sounds fair on the plan today."
+
+
 def test_hotwords_decode_step_by_step_and_ignore_the_draft(reading, monkeypatch):
     model, clip, hidden, ref, _ = reading
     tree = model.hotwords(["Kubernetes"])
@@ -109,7 +177,7 @@ class Drafting:
     def transcribe(self, audio, draft=None):
         return self.transcribe_tokens(audio, draft=draft)[0]
 
-    def transcribe_tokens(self, audio, draft=None):
+    def transcribe_tokens(self, audio, draft=None, confidence=None):
         self.seen.append(("partial", list(draft or [])))
         n = len(audio) // (SR // 10)
         return " ".join(f"w{i}" for i in range(n)), list(range(n))

@@ -333,3 +333,27 @@ def test_live_engine_reports_backlog_to_the_budget_and_says_when_the_model_is_to
     assert "too slow" in notices[0].message and "choose a faster model" in notices[0].message
     stats = [e for e in events if isinstance(e, Stats)]
     assert stats and stats[-1].load == pytest.approx(budget.load()) and stats[-1].dropped_s == 0.0
+
+
+def test_agreed_words_the_model_is_unsure_of_wait_for_the_final_reading():
+    """The 20-minute meeting's early misreadings: two re-decodes 2 s apart both read "That
+    sound freeze" for a line's first words, the model unsure of "sound" and "freeze" each
+    time; the line's final reading read them right, but they were final already. With the
+    words' confidences, the agreed words are committed only up to the first unsure one."""
+    unsure = [-0.05, -0.9, -0.6, -0.01, -0.01]
+    ag = LineAgreement(holdback=0, min_clip_s=2.5, min_gap_s=2.0, commit_logprob=-0.2)
+    assert ag.update("That sound freeze on the", 2.5, unsure) == ("", "That sound freeze on the")
+    new, partial = ag.update("That sound freeze on the plan", 4.5, unsure + [-0.1])
+    assert (new, partial) == ("That", "sound freeze on the plan")
+    assert ag.finish("That sounds fair on the plan.") == "sounds fair on the plan."
+    # without confidences (another model) the agreed words are all committed, as before
+    plain = LineAgreement(holdback=0, min_clip_s=2.5, min_gap_s=2.0, commit_logprob=-0.2)
+    plain.update("That sound freeze on the", 2.5)
+    assert plain.update("That sound freeze on the plan", 4.5) == ("That sound freeze on the", "plan")
+    # a word the model is sure of commits; the first unsure one stops the rest, sure or not
+    sure = LineAgreement(holdback=0, min_clip_s=2.5, min_gap_s=2.0, commit_logprob=-0.2)
+    sure.update("That sound freeze on the", 2.5, [-0.05] * 5)
+    assert sure.update("That sound freeze on the plan", 4.5, [-0.05, -0.01, -0.3, -0.01, -0.01, -0.1]) == (
+        "That sound", "freeze on the plan")
+    with pytest.raises(ValueError):
+        sure.update("one two", 6.5, [-0.1])

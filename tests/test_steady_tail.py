@@ -25,13 +25,16 @@ class Recorded:
         return self.text
 
 
-def play(lines):
+def play(lines, commit: bool = False):
     """``lines``: ``(start s, end s, [(re-decode clip end s, text)], final text)``; each
     re-decode's result arrives 0.25 s after its clip end, the final 0.3 s after the line's
-    end. Returns ``(wall s, event)`` as the backend emits them."""
+    end. Returns ``(wall s, event)`` as the backend emits them. Without ``commit``,
+    LocalAgreement commits nothing before a line's end (the tail alone is tested)."""
     model = Recorded()
     be = MoonshineBackend(model=model, vad=object(), partials=False)
     state = _LineState(lines=None, speech=None)
+    if not commit:
+        state.agreement.min_clip_s = float("inf")
     out = []
     for i, (ls, le, hyps, final) in enumerate(lines):
         be._lines(state, [LineEvent(i, int(ls * SR))])
@@ -205,7 +208,7 @@ def test_the_rest_of_a_line_is_cased_to_follow_its_committed_words():
                        (2.5, "Good morning, everyone. Thank you for joining."),
                        (3.0, "Good morning, everyone. Thank you for joining the weekly.")],
             "Good morning, everyone, thank you for joining the weekly planning trial.")
-    events = play([line])
+    events = play([line], commit=True)
     finals = "".join(ev.text for _, ev in events if isinstance(ev, TextDelta) and ev.final)
     assert finals == "Good morning, everyone. Thank you for joining the weekly planning trial."
     assert " Thank you for joining" in partials(events)

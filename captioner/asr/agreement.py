@@ -10,7 +10,8 @@ Words are compared case- and punctuation-insensitively; the emitted text is the 
 hypothesis' spelling. The last ``holdback`` words of a hypothesis are never committed (they
 may be cut off by the end of the audio decoded so far), and nothing is committed from a
 re-decode of less than ``min_clip_s`` seconds of the line when the caller gives the clip's
-length: see ``MIN_CLIP_S``.
+length: see ``MIN_CLIP_S``; nor a word the newest hypothesis is unsure of, when the caller
+gives the words' confidences: see ``COMMIT_LOGPROB``.
 
 No Qt, no model: plain strings in, plain strings out.
 """
@@ -36,8 +37,9 @@ MIN_CLIP_S = 2.5
 #: ``bench/results/agreement_policy_20min_onnx.json``; one-pass WER 9.62 %): consecutive
 #: re-decodes from 2.5 s of line +4.1 points of WER (estimated per-word final p95 2.8 s);
 #: at least 1.0 s apart +1.35 (3.0 s), 1.5 s +0.62 (3.2 s), 2.0 s +0.48 (3.4 s), 2.5 s
-#: +0.14 (3.7 s). 2.0 s is the shortest gap within half a point of the one-pass decode.
-MIN_GAP_S = 2.0
+#: +0.14 (3.7 s). Since the words' confidences also decide (``COMMIT_LOGPROB``), 1.5 s is
+#: as exact as one-pass on all four replayed inputs (see there).
+MIN_GAP_S = 1.5
 
 #: Most words a reading may hold between two stretches it shares with the committed words,
 #: beyond the committed words between them (:meth:`LineAgreement.after_committed`). A later reading of
@@ -47,6 +49,20 @@ MIN_GAP_S = 2.0
 #: the remaining ticket scout and the support team.", and "then the remaining ticket scout"
 #: was lost).
 MAX_SKIP = 2
+
+#: An agreed word is committed only when the newest hypothesis read it with every token at
+#: least this likely (natural log; the word's least likely token, a closing "." or "," not
+#: counted, hotword bonus not included), when the caller gives the words' confidences. Two
+#: re-decodes whose clips share the line's first seconds often agree on a misreading the
+#: model is unsure of ("That sound freeze", "Marketing once"), which the line's final reading
+#: then reads right, too late. Replayed through ``bench/agreement_policy.py`` (2 Dec 2026,
+#: ``bench/results/agreement_policy_confidence.json``; live WER minus one-pass on the
+#: 20-minute meeting / the three ``bench/voice_sets.py`` sets, estimated per-word final p50 /
+#: p95 on the meeting, words committed before their line ended): no confidence rule, 2.0 s
+#: apart (the previous policy) +0.48 / +0.46 / +1.06 / 0 points, 2.11 / 3.29 s, 26 %;
+#: -0.2 and 2.0 s apart 0 / 0 / 0 / 0, 2.11 / 3.39 s, 22 %; -0.2 and 1.0 s apart +0.14 / 0 /
+#: 0 / 0, 1.76 / 3.15 s, 40 %; **-0.1 and 1.5 s apart 0 / 0 / 0 / 0, 1.94 / 3.29 s, 30 %**.
+COMMIT_LOGPROB: float | None = -0.1
 
 #: First words whose capital stays where a sentence does not start ("so, I think").
 KEEP_CAPITAL = frozenset({"I", "I'm", "I'll", "I've", "I'd"})
@@ -115,6 +131,9 @@ class LineAgreement:
             ms apart share most of their audio and agree on the same misreading.
         history: ``(clip s, words)`` of the hypotheses that may still serve as the
             comparison (bounded: older ones than the newest usable are dropped).
+        commit_logprob: an agreed word is committed only when its confidence in the newest
+            hypothesis is at least this (natural log), when :meth:`update` is given the
+            confidences; None: no such rule.
     """
 
     committed: list[str] = field(default_factory=list)
@@ -123,6 +142,7 @@ class LineAgreement:
     min_clip_s: float = MIN_CLIP_S
     min_gap_s: float = 0.0
     history: list[tuple[float, list[str]]] = field(default_factory=list)
+    commit_logprob: float | None = COMMIT_LOGPROB
 
     def reset(self) -> None:
         """Forget the line (a new line starts)."""
@@ -130,13 +150,21 @@ class LineAgreement:
         self.previous = []
         self.history = []
 
-    def update(self, hypothesis: str, clip_s: float | None = None) -> tuple[str, str]:
+    def update(self, hypothesis: str, clip_s: float | None = None,
+               confidence: list[float] | None = None) -> tuple[str, str]:
         """Take a new hypothesis of the whole open line.
 
         Args:
             hypothesis: the newest decode of the line from its start.
             clip_s: seconds of the line that were decoded (None: unknown, no minimum);
                 below :attr:`min_clip_s` the hypothesis is only remembered.
+            confidence: per word of ``hypothesis`` (split on whitespace), the model's
+                confidence in it (natural-log probability of its least likely token;
+                ``-inf`` where unknown); the agreed words are committed up to the first one
+                below :attr:`commit_logprob`. None: no confidences (no such rule).
+
+        Raises:
+            ValueError: ``confidence`` does not give one value per word.
 
         Returns:
             ``(newly_committed, partial)``: text that becomes final now ("" when nothing
@@ -145,6 +173,8 @@ class LineAgreement:
             it (:func:`follow_case`).
         """
         words = hypothesis.split()
+        if confidence is not None and len(confidence) != len(words):
+            raise ValueError(f"{len(confidence)} confidences for {len(words)} words")
         rest = self._continuation(words)
         reference = self.previous
         if clip_s is not None and self.min_gap_s > 0:
@@ -159,6 +189,9 @@ class LineAgreement:
         limit = min(len(rest), len(prev_rest)) - self.holdback  # never the last words of either
         if clip_s is not None and clip_s < self.min_clip_s:
             limit = 0  # too little of the line yet to trust even an agreement
+        if confidence is not None and self.commit_logprob is not None:
+            sure = confidence[len(words) - len(rest):]
+            limit = min(limit, next((i for i, c in enumerate(sure) if c < self.commit_logprob), len(sure)))
         while agreed < limit and norm_word(rest[agreed]) == norm_word(prev_rest[agreed]) and norm_word(rest[agreed]):
             agreed += 1
         new = rest[:agreed]

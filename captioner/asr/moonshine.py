@@ -19,7 +19,8 @@ While a line is open it is re-decoded now and then on the partial thread
 -- optional work, granted by the shared :class:`~captioner.engine.scheduler.DecodeBudget`
 and shed while the engine is behind -- and the words two re-decodes agree on
 become final early (LocalAgreement, once at least ``MIN_CLIP_S`` of the line was decoded, between
-re-decodes at least ``MIN_GAP_S`` apart);
+re-decodes at least ``MIN_GAP_S`` apart, up to the first agreed word the model is unsure of:
+``COMMIT_LOGPROB``);
 final text is never rewritten. A re-decode is never a line's final text: it did not hear
 the end of its line. Because of the re-decoding and the VAD, the block-size invariance of
 DESIGN section 1 holds only approximately for this backend.
@@ -235,7 +236,8 @@ class MoonshineBackend(Backend):
         """A finished re-decode of this session's open line waits to be shown (see :attr:`Backend.wakeup`)."""
         return isinstance(state, _LineState) and self._worker.done(state.key)
 
-    def _decode_clip(self, audio: np.ndarray, draft: list | None = None) -> str:
+    def _decode_clip(self, audio: np.ndarray, draft: list | None = None,
+                     confidence: list | None = None) -> str:
         """Decode ``[n] float32`` samples on their own (one pass); returns the text.
 
         Args:
@@ -243,15 +245,25 @@ class MoonshineBackend(Backend):
                 for a model that takes drafts (``drafts = True``): the reading checks them in
                 one decoder run instead of a step per token (the model ignores them under
                 hotwords), and the list is then replaced in place by this reading's tokens.
+            confidence: for such a model, replaced in place by one value per word of the
+                returned text: the natural-log probability of its least likely token
+                (``-inf`` for every word when repeats were collapsed or the words do not
+                match the tokens); left empty by a model that takes no drafts.
 
         Raises:
             BackendError: the model failed.
         """
         if draft is None or not getattr(self.model, "drafts", False):
             return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
-        text, tokens = self.model.transcribe_tokens(audio, draft=draft, **self._bias)
+        sure: list[float] | None = [] if confidence is not None else None
+        kwargs = {"confidence": sure} if sure is not None else {}
+        text, tokens = self.model.transcribe_tokens(audio, draft=draft, **kwargs, **self._bias)
         draft[:] = tokens
-        return collapse_repeats(text.strip())
+        out = collapse_repeats(text.strip())
+        if confidence is not None:
+            n = len(out.split())
+            confidence[:] = sure if len(sure) == n else [float("-inf")] * n
+        return out
 
     # -- decoding ------------------------------------------------------------------------------
     def _keep(self, state: _LineState, audio: np.ndarray) -> None:
@@ -329,7 +341,8 @@ class MoonshineBackend(Backend):
 
     def _partial(self, state: _LineState, submit: bool = True) -> list[Event]:
         """Collect a finished re-decode of the open line, and (``submit``) start the next one when
-        the budget allows; LocalAgreement commits what two re-decodes ``MIN_GAP_S`` apart agree on.
+        the budget allows; LocalAgreement commits what two re-decodes ``MIN_GAP_S`` apart agree on
+        and the newer one is sure of (its words' confidences, ``agreement.COMMIT_LOGPROB``).
 
         A collect-only row (no new audio) passes ``submit=False``: the next re-decode starts
         with the next chunk, so it hears that chunk too and the re-decodes keep their pace."""
@@ -351,7 +364,7 @@ class MoonshineBackend(Backend):
             return out
         padded = np.concatenate([clip, np.zeros(int(PARTIAL_PAD_S * sr), np.float32)])
         tag = (line, first / sr, clip_s, state.total / sr)
-        job = PartialJob(state.key, padded, tag, kwargs={"draft": state.tokens})
+        job = PartialJob(state.key, padded, tag, kwargs={"draft": state.tokens, "confidence": []})
         if self._worker.submit(job) and not self._worker.threaded:
             job = self._worker.poll(state.key)
             if job is not None:
@@ -369,8 +382,9 @@ class MoonshineBackend(Backend):
         if state.open_line is None or state.open_line[0] != line:
             return []  # the line completed (and got its final text) while this ran
         text = job.text or ""
-        new, rest = state.agreement.update(text, clip_s)
         words = text.split()
+        sure = job.kwargs.get("confidence")  # [] from a model that gives none: no such rule
+        new, rest = state.agreement.update(text, clip_s, sure if sure and len(sure) == len(words) else None)
         total = max(1, len(" ".join(words)))
         out: list[Event] = []
         if new:

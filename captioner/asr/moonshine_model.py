@@ -402,13 +402,24 @@ class MoonshineModel:
         return self.transcribe_tokens(audio, bias, draft)[0]
 
     def transcribe_tokens(self, audio: np.ndarray, bias: HotwordTree | None = None,
-                          draft: Sequence[int] | None = None) -> tuple[str, list[int]]:
+                          draft: Sequence[int] | None = None,
+                          confidence: list[float] | None = None) -> tuple[str, list[int]]:
         """As :meth:`transcribe`, and the reading's token ids (the next reading's ``draft``).
+
+        Args:
+            confidence: when a list is given, it is replaced by one value per word of the
+                text (``text.split()``): the natural-log probability of the word's least
+                likely token, without any hotword bonus
+                (:meth:`~captioner.asr.moonshine_tokenizer.Tokenizer.word_minima`); ``[]``
+                when the words cannot be matched to the tokens.
 
         Raises:
             BackendError: ONNX Runtime failed.
         """
-        ids = self.generate(audio, bias=bias, draft=draft)
+        logprobs: list[float] | None = [] if confidence is not None else None
+        ids = self.generate(audio, bias=bias, draft=draft, logprobs=logprobs)
+        if confidence is not None:
+            confidence[:] = self.tokenizer.word_minima(ids, logprobs)
         return self.tokenizer.decode(ids), ids
 
     def hotwords(self, words, boost: float | None = None) -> HotwordTree:

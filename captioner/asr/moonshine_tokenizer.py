@@ -78,6 +78,46 @@ class Tokenizer:
         raw = b"".join(self.pieces[i] for i in ids if BYTE_FIRST <= i < n)
         return raw.replace(_SPACE, b" ").decode("utf-8", errors="replace").strip()
 
+    def word_minima(self, ids, values) -> list[float]:
+        """Per word of ``decode(ids).split()``, the lowest of ``values`` over the tokens that
+        spell it (a word spelled by several pieces gets its least likely piece's value).
+        Pieces of punctuation only ("." or "," after a word) count only for a word that has
+        no other piece: they say where the model puts a pause, not which word it heard.
+
+        Args:
+            ids: token ids (ints), as for :meth:`decode`.
+            values: one number per id (extra ones after the last id, such as the end token's
+                log-probability, are ignored).
+
+        Returns:
+            One value per word; ``[]`` when the words cannot be matched to the tokens (a
+            piece that decodes to other whitespace than a space, or fewer values than ids).
+        """
+        n = len(self.pieces)
+        if len(values) < len(ids):
+            return []
+        words: list[list[float]] = []  # per word: [lowest over word pieces, lowest over all]
+        open_word = False  # the last byte seen was part of a word
+        for i, v in zip(ids, values):
+            if not BYTE_FIRST <= i < n:
+                continue
+            # a U+2581 (or a space byte) ends the word before it
+            for k, part in enumerate(self.pieces[i].replace(b" ", _SPACE).split(_SPACE)):
+                if k:
+                    open_word = False
+                if not part:
+                    continue
+                if not open_word:
+                    words.append([float("inf"), float("inf")])
+                    open_word = True
+                low = words[-1]
+                low[1] = min(low[1], float(v))
+                if any(chr(b).isalnum() for b in part if b < 128) or any(b >= 128 for b in part):
+                    low[0] = min(low[0], float(v))
+        if len(words) != len(self.decode(ids).split()):
+            return []
+        return [word if word != float("inf") else every for word, every in words]
+
     def encode(self, text: str) -> list[int]:
         """SentencePiece BPE ids of ``text`` as written (no dummy prefix added: pass
         ``"\u2581" + word`` for a word after a space; spaces inside become U+2581).
