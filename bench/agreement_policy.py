@@ -7,23 +7,30 @@ it differently. Comparing policies live costs a real-time run each (21 minutes f
 20-minute meeting); this script decodes the re-decodes once and replays them through every
 policy, deterministically:
 
-1. the one-pass lines: the meeting through ``MoonshineBackend(partials=False)`` (the same
+1. the one-pass lines: each input through ``MoonshineBackend(partials=False)`` (the same
    per-session VAD line segmentation as live; ``captioner transcribe`` decodes the same);
 2. per line, the re-decodes a live session makes: clips from the line's start to ``t``
    (plus ``PARTIAL_PAD_S`` of silence), the first at ``MIN_PARTIAL_S`` into the line, each
    next one when the previous finished (its measured cost + 50 ms, at least the budget's
    ``min_interval_s``), until the line's end (where the VAD closed it: ~0.26 s into the
-   pause); ``--jobs`` processes;
-3. for each policy: the line's committed words, then ``finish()`` with the one-pass text,
-   exactly as the backend does. WER against the rendered sentences (jiwer, normalised);
-   per-word final latency estimated as the commit time (re-decode start + cost + 50 ms)
-   or, for the words left to the final, line end + 0.1 s (the next engine step) + the
+   pause), each with its words' confidences as live (``MoonshineBackend._decode_clip``);
+   ``--jobs`` processes;
+3. for each policy (words held back, shortest clip, gap between the compared re-decodes,
+   lowest confidence committed): the line's committed words, then ``finish()`` with the
+   one-pass text, exactly as the backend does. WER against the rendered sentences (jiwer,
+   normalised); per-word final latency estimated as the commit time (re-decode start + cost +
+   50 ms) or, for the words left to the final, line end + 0.1 s (the next engine step) + the
    line's decode cost, minus the word's end (its character position across the line).
 
-    python bench/agreement_policy.py --minutes 20 --out bench/results/agreement_policy_20min
+Inputs (``--inputs``): ``meeting`` (the ``--minutes``-minute meeting of
+``bench/meeting_audio.py``) and the sets of ``bench/voice_sets.py`` (``set1,set2,set3``):
 
-Prints JSON (and writes ``OUT.json``). The latency figures are estimates for ranking
-policies; ``bench/latency.py`` measures the real ones.
+    python bench/agreement_policy.py --minutes 20 --inputs meeting,set1,set2,set3 \
+        --out bench/results/agreement_policy_confidence
+
+Prints JSON (and writes ``OUT.json`` and the re-decodes to ``OUT.replays.json``, which
+``--replays`` evaluates again without decoding). The latency figures are estimates for
+ranking policies; ``bench/latency.py`` measures the real ones.
 """
 
 from __future__ import annotations
