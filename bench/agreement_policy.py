@@ -135,7 +135,7 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap
                            commit_logprob=commit_logprob)
         times = []
         for t, cost, hyp, confidence in rep["hyps"]:
-            new, _ = ag.update(hyp, t - ls, confidence if hyp else None)
+            new, _ = ag.update(hyp, t - ls, confidence or None)
             times += [t + cost + 0.05] * len(new.split())
         committed = list(ag.committed)
         rest = ag.finish(collapse_repeats(text)).split()

@@ -255,14 +255,12 @@ class MoonshineBackend(Backend):
         """
         if draft is None or not getattr(self.model, "drafts", False):
             return collapse_repeats(self.model.transcribe(audio, **self._bias).strip())
-        sure: list[float] | None = [] if confidence is not None else None
-        kwargs = {"confidence": sure} if sure is not None else {}
+        kwargs = {"confidence": confidence} if confidence is not None else {}
         text, tokens = self.model.transcribe_tokens(audio, draft=draft, **kwargs, **self._bias)
         draft[:] = tokens
         out = collapse_repeats(text.strip())
-        if confidence is not None:
-            n = len(out.split())
-            confidence[:] = sure if len(sure) == n else [float("-inf")] * n
+        if confidence is not None and len(confidence) != len(out.split()):
+            confidence[:] = [float("-inf")] * len(out.split())
         return out
 
     # -- decoding ------------------------------------------------------------------------------
@@ -384,7 +382,7 @@ class MoonshineBackend(Backend):
         text = job.text or ""
         words = text.split()
         sure = job.kwargs.get("confidence")  # [] from a model that gives none: no such rule
-        new, rest = state.agreement.update(text, clip_s, sure if sure and len(sure) == len(words) else None)
+        new, rest = state.agreement.update(text, clip_s, sure or None)
         total = max(1, len(" ".join(words)))
         out: list[Event] = []
         if new:

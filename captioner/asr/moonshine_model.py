@@ -418,9 +418,11 @@ class MoonshineModel:
         """
         logprobs: list[float] | None = [] if confidence is not None else None
         ids = self.generate(audio, bias=bias, draft=draft, logprobs=logprobs)
+        text = self.tokenizer.decode(ids)
         if confidence is not None:
-            confidence[:] = self.tokenizer.word_minima(ids, logprobs)
-        return self.tokenizer.decode(ids), ids
+            minima = self.tokenizer.word_minima(ids, logprobs)
+            confidence[:] = minima if len(minima) == len(text.split()) else []
+        return text, ids
 
     def hotwords(self, words, boost: float | None = None) -> HotwordTree:
         """The prefix tree of ``words`` (checked: :func:`captioner.asr.hotword_list.check_hotwords`)

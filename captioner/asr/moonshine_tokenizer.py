@@ -90,8 +90,9 @@ class Tokenizer:
                 log-probability, are ignored).
 
         Returns:
-            One value per word; ``[]`` when the words cannot be matched to the tokens (a
-            piece that decodes to other whitespace than a space, or fewer values than ids).
+            One value per word as the pieces' U+2581 marks delimit them; ``[]`` when there are
+            fewer values than ids. A piece that decodes to other whitespace than a space
+            splits the text differently: the caller compares the count with its text's words.
         """
         n = len(self.pieces)
         if len(values) < len(ids):
@@ -114,8 +115,6 @@ class Tokenizer:
                 low[1] = min(low[1], float(v))
                 if any(chr(b).isalnum() for b in part if b < 128) or any(b >= 128 for b in part):
                     low[0] = min(low[0], float(v))
-        if len(words) != len(self.decode(ids).split()):
-            return []
         return [word if word != float("inf") else every for word, every in words]
 
     def encode(self, text: str) -> list[int]:
