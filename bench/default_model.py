@@ -73,7 +73,7 @@ def part_model(clips: list[np.ndarray]) -> dict:
     import onnxruntime as ort
 
     from captioner.asr import moonshine_prepare as prep
-    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_files import default_model_dir
     from captioner.asr.moonshine_model import MoonshineModel, session_options
 
     src = default_model_dir()

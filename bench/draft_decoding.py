@@ -40,7 +40,8 @@ def main() -> None:
     from bench.hotwords import count_decoder_runs
     from bench.voice_sets import render_set
     from captioner.asr.line_framing import framed
-    from captioner.asr.moonshine import PARTIAL_PAD_S, default_model_dir
+    from captioner.asr.moonshine import PARTIAL_PAD_S
+    from captioner.asr.moonshine_files import default_model_dir
 
     model = mm.shared_model(default_model_dir())
     runs = count_decoder_runs(model)

@@ -157,7 +157,7 @@ def score(refs: list[str], hyps: list[str]) -> dict:
 def quality(boosts: list[float]) -> dict:
     """Decode the set with no list and with :data:`RARE` at each boost; the identity check."""
     sys.path.insert(0, str(ROOT))
-    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_files import default_model_dir
     from captioner.asr.moonshine_model import MoonshineModel
 
     model = MoonshineModel(default_model_dir())
@@ -199,7 +199,7 @@ def count_decoder_runs(model) -> list[int]:
 def timing_child(n_words: int, repeats: int) -> dict:
     """(In a child, with this file's tree or an older one on the path.) Per-clip median ms per
     decoder run and per emitted token, decoding the same clips ``repeats`` times."""
-    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_files import default_model_dir
     from captioner.asr.moonshine_model import MoonshineModel
 
     model = MoonshineModel(default_model_dir())

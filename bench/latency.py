@@ -37,13 +37,18 @@ Each configuration runs in its own child process, one after another in one invoc
 
 ``before`` runs the code of git revision ``--before-rev`` (exported to a temporary
 directory); ``after`` the working tree; ``gui`` the working tree through the Qt engine;
-``dual`` two meetings at once (microphone + system audio: two sessions on one backend).
+``dual`` two meetings at once (microphone + system audio: two sessions on one backend);
+``words`` the working tree with a list of ``--hotwords`` invented hotwords (``bench/hotwords.py``'s
+``synthetic_words``, none of them said). Names join with ``-``: ``before-dual`` and
+``before-words`` are those runs on the ``before`` code (issue 40's memory side by side:
+``--runs before,after,before-dual,dual,before-words,words``).
 Writes ``OUT.json`` and ``OUT.png``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import os
@@ -62,6 +67,21 @@ def rss_mb() -> float:
     """Resident set size of this process (MB)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def read_events(path: str | os.PathLike) -> list[dict]:
+    """The text events ``--events`` kept: one dict per line of ``path`` (``t``: wall s after the
+    file started playing, ``source``, ``final``, ``start``, ``end`` in stream s, ``text``).
+
+    ``OUT.RUN.events.jsonl.gz`` is gzip (how ``--events`` writes it and how ``bench/results``
+    keeps it); a plain ``.jsonl`` (older runs) is read as it is.
+
+    Raises:
+        OSError: the file is missing or unreadable; ValueError: a line is not JSON.
+    """
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def thread_cpu() -> dict[str, float]:
@@ -180,7 +200,12 @@ def child(args) -> None:
     labels = ["Meeting", "You"][: len(files)]
     threading.current_thread().name = "bench-main"
     t_load = time.perf_counter()
-    backend = load_backend("default")
+    if args.hotwords:  # an invented list, none of it said (bench/hotwords.py)
+        from bench.hotwords import synthetic_words
+
+        backend = load_backend("default", hotwords=synthetic_words(args.hotwords))
+    else:
+        backend = load_backend("default")
     load_s = time.perf_counter() - t_load
     rss_loaded = rss_mb()
     records: list[tuple[float, object]] = []
@@ -271,6 +296,7 @@ def child(args) -> None:
     budget = getattr(backend, "budget", None)
     result = {
         "config": args.name,
+        "hotwords": args.hotwords,
         "code": args.code,
         "gui": bool(args.gui),
         "sources": labels,
@@ -311,7 +337,8 @@ def child(args) -> None:
         "timeline": samples,
     }
     if args.events_out:
-        with open(args.events_out, "w") as f:
+        opener = gzip.open if args.events_out.endswith(".gz") else open  # gzip: ~7x smaller
+        with opener(args.events_out, "wt", encoding="utf-8") as f:
             for now, ev in records:
                 if isinstance(ev, TextDelta) and ev.source in t0s:
                     f.write(json.dumps({"t": round(now - t0s[ev.source], 3), "source": ev.source, "final": ev.final,
@@ -416,8 +443,11 @@ def main() -> None:
     ap.add_argument("--gui", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--events", action="store_true",
                     help="also write each run's text events (wall s after the file started, source, final, "
-                         "start, end, text) to OUT.RUN.events.jsonl, for reading where erasure comes from")
+                         "start, end, text) to OUT.RUN.events.jsonl.gz (gzip; read_events reads it), "
+                         "for reading where erasure comes from")
     ap.add_argument("--events-out", help=argparse.SUPPRESS)
+    ap.add_argument("--hotwords", type=int, default=500,
+                    help="words in the list of a 'words' run (default 500; the child: 0 = no list)")
     args = ap.parse_args()
     if args.child:
         child(args)
@@ -433,20 +463,22 @@ def main() -> None:
         a, b = tmp / "meeting_a.wav", tmp / "meeting_b.wav"
         refs = {str(a): " ".join(u.text for u in make_meeting(a, args.minutes, seed=10))}
         runs = args.runs.split(",")
-        if "dual" in runs:
+        if any("dual" in run.split("-") for run in runs):
             refs[str(b)] = " ".join(u.text for u in make_meeting(b, args.minutes, seed=11))
         (tmp / "refs.json").write_text(json.dumps(refs))
         before_dir = None
         for run in runs:
             code = str(ROOT)
-            if run == "before":
+            parts = run.split("-")  # e.g. "before-dual": the dual run on the before code
+            if "before" in parts:
                 before_dir = before_dir or export_rev(args.before_rev, Path(tempfile.mkdtemp(dir=tmp)))
                 code = str(before_dir)
-            files = f"{a},{b}" if run == "dual" else str(a)
+            files = f"{a},{b}" if "dual" in parts else str(a)
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code, "--files", files,
-                   "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if run == "gui" else [])
+                   "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if "gui" in parts else [])
+            cmd += ["--hotwords", str(args.hotwords if "words" in parts else 0)]
             if args.events:
-                cmd += ["--events-out", str(out.with_name(f"{out.name}.{run}.events.jsonl").resolve())]
+                cmd += ["--events-out", str(out.with_name(f"{out.name}.{run}.events.jsonl.gz").resolve())]
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
             load_before = os.getloadavg()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
@@ -462,7 +494,7 @@ def main() -> None:
                 r["exit_stderr"] = proc.stderr.strip()[-300:]
             r["loadavg_before"] = [round(x, 2) for x in load_before]
             r["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
-            if run == "before":
+            if "before" in parts:
                 r["code"] = f"git {args.before_rev}"
             elif r.get("code") == str(ROOT):
                 r["code"] = "working tree"

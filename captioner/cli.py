@@ -25,7 +25,13 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
     from captioner import __version__
 
-    parser = argparse.ArgumentParser(prog="captioner", description="Live captions for meetings, lectures and calls.")
+    parser = argparse.ArgumentParser(
+        prog="captioner", description="Live captions for meetings, lectures and calls. Without a command: the desktop app.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  captioner                                   # the desktop app\n"
+               "  captioner transcribe talk.flac -o talk.srt  # caption a file\n"
+               "  captioner listen --mic --system -o call.srt # caption a call in the terminal\n\n"
+               "Each command's options: captioner COMMAND --help; the guide: docs/README.md, docs/cli.md.")
     parser.add_argument("--version", action="version", version=f"captioner {__version__}")
     menu = parser.add_mutually_exclusive_group()
     menu.add_argument("--install-desktop", action="store_true",

@@ -39,6 +39,13 @@ class TextDelta:
             ``end < heard``. When the event reaches the screen, the audio at ``heard`` is
             as old as the newest sound behind that screen update (``bench/latency.py``'s
             partial update latency). None: not given (read it as ``end``).
+        speaker: for a *final* delta, the voice that said it, as a stable id: ``"Speaker 1"``,
+            ``"Speaker 2"``, ... numbered in order of first appearance and never reused within
+            one run (:mod:`captioner.speakers`, issue 38). ``""`` when the source is not
+            attributed (the microphone, which is always its own label "You"; attribution
+            off; or the speaker model failed to load). Partials leave it ``""``. A name the
+            user gave a speaker is not here: the transcript maps ids to names
+            (:meth:`captioner.transcript.model.Transcript.rename_speaker`).
     """
 
     text: str
@@ -47,6 +54,7 @@ class TextDelta:
     final: bool = True
     source: str = ""
     heard: float | None = None
+    speaker: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Render docs/caption-page-obs.png: the caption page over a video frame, as OBS composites a browser source.
 
-The page is served by captioner's own server with a scripted conversation, photographed by headless
-Chromium with a transparent default background (its alpha is the page's), and laid over a synthetic
-frame (drawn here: no image is downloaded).
+The page is served by captioner's own server with a scripted conversation of two speakers (the label
+where the speaker changes), photographed by headless Chromium with a transparent default background
+(its alpha is the page's), and laid over a synthetic frame (drawn here: no image is downloaded).
 
     python docs/caption_page_screenshot.py
 """
@@ -46,10 +46,10 @@ def frame() -> Image.Image:
 
 def main(out: Path = ROOT / "docs" / "caption-page-obs.png") -> None:
     hub = CaptionHub()
-    script = [TextDelta("Welcome back to the stream, everyone.", 0, 2, True, "You"),
-              TurnBoundary(2.2, source="You"),
-              TextDelta("Today we are building a bird feeder", 2.5, 4.5, True, "You"),
-              TextDelta(" out of an old", 4.5, 5.2, False, "You")]
+    script = [TextDelta("Welcome back to the stream, everyone.", 0, 2, True, "Meeting", speaker="Speaker 1"),
+              TurnBoundary(2.2, source="Meeting"),
+              TextDelta("Today we build a bird feeder", 2.5, 4.5, True, "Meeting", speaker="Speaker 2"),
+              TextDelta(" out of", 4.5, 5.2, False, "Meeting")]
     for ev in script:
         hub.publish(ev)
     srv = CaptionServer(hub, Bind("127.0.0.1", 0)).start()
@@ -58,6 +58,7 @@ def main(out: Path = ROOT / "docs" / "caption-page-obs.png") -> None:
         d.execute_cdp_cmd("Emulation.setDefaultBackgroundColorOverride", {"color": {"r": 0, "g": 0, "b": 0, "a": 0}})
         d.get(srv.url + "?size=44&lines=2&opacity=55")
         wait_for(d, "return document.querySelectorAll('#lines .line').length === 2")
+        wait_for(d, "return document.getAnimations().length === 0")  # the lines have rolled up
         time.sleep(0.3)  # fonts settle
         page = Image.open(io.BytesIO(d.get_screenshot_as_png())).convert("RGBA")
     finally:

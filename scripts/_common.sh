@@ -49,6 +49,10 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
   local turn_spec
   turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   "${pip[@]}" install --no-deps "$turn_spec"
+  # the speaker encoder's weights only (its torch and webrtcvad are not used; captioner/speakers/prepare.py)
+  local speaker_spec
+  speaker_spec=$(grep -oE '"resemblyzer[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  "${pip[@]}" install --no-deps "$speaker_spec"
   prepare_model "$venv"
   echo "$want" > "$stamp"
 }
@@ -58,4 +62,6 @@ prepare_model() {  # $1: venv dir. Prepare the built-in model in the user's cach
   # install never fails on it (captioner then prepares the model at first use).
   "$1/bin/python" -m captioner.asr.moonshine_prepare --quiet \
     || echo "captioner: the built-in model will be prepared at first use instead" >&2
+  "$1/bin/python" -m captioner.speakers.prepare --quiet \
+    || echo "captioner: the speaker model will be prepared at first use instead" >&2
 }

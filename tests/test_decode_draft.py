@@ -26,7 +26,7 @@ def reading(tmp_path_factory):
     """The real model, a spoken sentence's encoder states, its greedy tokens and their log-probs."""
     if not have_espeak():
         pytest.skip("espeak-ng is not installed (scripts/test.sh installs it)")
-    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_files import default_model_dir
     from captioner.asr.moonshine_model import shared_model
     from captioner.audio.fileio import load_audio
     from tests.speech import espeak

@@ -15,7 +15,7 @@ import soundfile as sf
 from captioner.asr.hotword_list import (MAX_BOOST, MAX_HOTWORDS, HotwordError, check_hotwords, parse_hotwords,
                                         read_hotwords_file, spelling_problem)
 from captioner.asr.hotwords import REENTRY_WORDS, HotwordTree
-from captioner.asr.moonshine import default_model_dir
+from captioner.asr.moonshine_files import default_model_dir
 from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, Tokenizer
 from captioner.cli import main
 from tests.speech import have_espeak

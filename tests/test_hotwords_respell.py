@@ -12,7 +12,7 @@ import pytest
 
 from captioner.asr import hotword_respell as hr
 from captioner.asr.hotwords import HotwordTree
-from captioner.asr.moonshine import default_model_dir
+from captioner.asr.moonshine_files import default_model_dir
 from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, Tokenizer
 from tests.speech import have_espeak
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from captioner.asr import hotword_speculation as hs
 from captioner.asr import moonshine_model as mm
-from captioner.asr.moonshine import default_model_dir
+from captioner.asr.moonshine_files import default_model_dir
 from tests.speech import have_espeak
 
 
@@ -36,7 +37,7 @@ def test_speculation_saves_decoder_steps_and_changes_no_token(model, tmp_path, m
     budgets = [model.max_tokens(len(c)) for c in clips]
     fast = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
     fast_runs, runs[0] = runs[0], 0
-    monkeypatch.setattr(mm, "SPECULATE", False)
+    monkeypatch.setattr(hs, "SPECULATE", False)
     slow = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
     assert fast == slow
     assert fast_runs < runs[0], (fast_runs, runs[0])
@@ -54,19 +55,19 @@ def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_to
     tree = model.hotwords(synthetic_words(500))
     runs = [0]
     real = model.decoder.run_with_iobinding
-    real_batch = model._batch
+    real_batch = hs.batch
     kinds = []
 
     def counted(*a, **k):
         runs[0] += 1
         return real(*a, **k)
 
-    def batch(hidden, states, cross, firsts, fixed=None):
+    def batch(decoder, outputs, hidden, states, cross, firsts, fixed=None):
         kinds.append((len(firsts), len({id(s) for s in states})))
-        return real_batch(hidden, states, cross, firsts, fixed)
+        return real_batch(decoder, outputs, hidden, states, cross, firsts, fixed)
 
     monkeypatch.setattr(model.decoder, "run_with_iobinding", counted)
-    monkeypatch.setattr(model, "_batch", batch)
+    monkeypatch.setattr(hs, "batch", batch)
     clips = [_clip(tmp_path, s, v) for s, v in (("Then call Siobhan and ask about the Kubernetes upgrade.", "en-gb-scotland"),
                                                 ("Doctor Okonkwo will review the Nakamura contract tomorrow.",
                                                  "en-029"))]
@@ -75,7 +76,30 @@ def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_to
     fast = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
     fast_runs, runs[0] = runs[0], 0
     assert (3, 1) in kinds and (2, 2) in kinds, kinds  # a second try batched; a later token beside the plain path
-    monkeypatch.setattr(mm, "SPECULATE", False)
+    monkeypatch.setattr(hs, "SPECULATE", False)
     slow = [model.decode(h, b, tree) for h, b in zip(hidden, budgets)]
     assert fast == slow
     assert fast_runs < runs[0], (fast_runs, runs[0])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_the_decoder_is_prepacked_only_once_a_list_is_set(model, tmp_path):
+    """Issue 40: with no hotword list the decoder's weights are not prepacked (~57 MB less
+    resident); the first list swaps in a prepacked session, once, and the plain reading's
+    tokens stay the same."""
+    from tests.test_hotwords import _clip
+
+    fresh = mm.MoonshineModel(default_model_dir(), prepared=model.prepared)
+    plain = fresh.decoder
+    clip = _clip(tmp_path, "The meeting will start at nine tomorrow morning in the small conference room.")
+    before = fresh.generate(clip)
+    assert not fresh.prepacked
+    fresh.hotwords([])
+    assert not fresh.prepacked and fresh.decoder is plain  # an empty list is no list
+    fresh.hotwords(["Quantaloop"])
+    packed = fresh.decoder
+    assert fresh.prepacked and packed is not plain
+    fresh.hotwords(["Veltrona", "Brightlyne"])
+    assert fresh.decoder is packed  # loaded once
+    assert fresh.generate(clip) == before

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from captioner.asr import moonshine_prepare as prep
-from captioner.asr.moonshine import default_model_dir
+from captioner.asr.moonshine_files import default_model_dir
 from captioner.asr.moonshine_model import MoonshineModel, session_options
 from captioner.asr.moonshine_tokenizer import Tokenizer
 from captioner.audio.fileio import load_audio

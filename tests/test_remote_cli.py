@@ -23,7 +23,16 @@ SCRIPT = Script(text={8: " The", 9: " meeting", 10: " starts", 11: ".", 30: " Th
                 vad={k: [0.9] * 4 for k in (18, 19, 20)})
 
 
+def _no_speakers(args):
+    """These tests pin the remote protocol's text; speaker labels (issue 38) are tested elsewhere."""
+    args = list(args)
+    if args and args[0] in ("transcribe", "listen") and "--speakers" not in args:
+        args += ["--speakers", "off"]
+    return args
+
+
 def _cli(args, tmp_path, **env):
+    args = _no_speakers(args)
     full_env = dict(os.environ, PYTHONPATH=str(ROOT), CAPTIONER_DATA_DIR=str(tmp_path / "data"), **env)
     return subprocess.run([sys.executable, "-m", "captioner.cli", *args], capture_output=True, text=True,
                           env=full_env, timeout=120, cwd=tmp_path)
@@ -99,6 +108,7 @@ def test_remote_usage_errors(tmp_path, argv, needle):
 
 
 def _listen(argv, on_listening=None):
+    argv = _no_speakers(argv)
     parser = argparse.ArgumentParser()
     listen.add_parser(parser.add_subparsers(dest="command"))
 
@@ -214,7 +224,7 @@ def test_an_interrupted_run_writes_the_output_and_opens_no_new_session(tmp_path,
         else:
             argv = ["listen", "--file", "w.wav", "--backend", "remote", "--model", relay.url, "-o", str(out),
                     "--journal-dir", str(tmp_path / "j")]
-        proc = _interruptible(argv, tmp_path)
+        proc = _interruptible(_no_speakers(argv), tmp_path)
         try:
             assert srv.wait_for(lambda: srv.connections and srv.connections[0].steps >= 25, timeout=60)
             if stall:
@@ -275,7 +285,7 @@ def test_ctrl_c_while_the_server_has_not_greeted_yet_stops_at_once_and_writes_th
         else:
             argv = ["listen", "--file", "w.wav", "--backend", "remote", "--model", srv.url, "-o", str(out),
                     "--journal-dir", str(tmp_path / "j")]
-        proc = _interruptible(argv, tmp_path)
+        proc = _interruptible(_no_speakers(argv), tmp_path)
         try:
             assert srv.wait_for(lambda: bool(srv.connections), timeout=60)
             t0 = time.monotonic()

@@ -159,7 +159,7 @@ def default_model_spelling(model_dir: str | os.PathLike | None = None):
     try:
         from pathlib import Path
 
-        from captioner.asr.moonshine import default_model_dir
+        from captioner.asr.moonshine_files import default_model_dir
 
         tokenizer = Tokenizer((Path(model_dir) if model_dir else default_model_dir()) / "tokenizer.bin")
     except Exception as exc:  # BackendError, OSError, ValueError: say it in one line

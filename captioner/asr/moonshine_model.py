@@ -25,8 +25,9 @@ tokens in one run and steps on after the longest prefix greedy decoding itself w
 draft's tokens that follow the last one read along with it (:mod:`captioner.asr.draft_tokens`):
 the same tokens for far fewer runs. With a
 hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
-tokens, and a steered match that is abandoned resumes from the step's kept outputs; as each
-word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
+tokens, and a steered match that is abandoned resumes from the step's kept outputs (its plain
+steps often already run beside the steered ones: :mod:`captioner.asr.hotword_speculation`, with
+the decoder's weights prepacked once a list is set); as each word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
 from the kept outputs of the step where the word began, agrees
 (:mod:`captioner.asr.hotword_respell`), and decoding goes on after the hotword.
 """
@@ -42,8 +43,10 @@ import numpy as np
 
 from captioner.asr.base import BackendError, DecodeCancelled
 from captioner.asr.draft_tokens import check_draft, continuation, log_softmax_at
+from captioner.asr import hotword_speculation
 from captioner.asr.hotword_list import check_hotwords
-from captioner.asr.hotword_respell import Respelling
+from captioner.asr.hotword_respell import Respelling, teacher_forcing
+from captioner.asr.hotword_speculation import Speculation
 from captioner.asr.hotwords import HotwordTree
 from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
 from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
@@ -51,10 +54,6 @@ from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
-#: With a hotword list, run a steered hotword's tokens beside the plain path's (and a place's
-#: second try) in one batch of 2 or 3 (:meth:`MoonshineModel._batch`); needs the decoder's
-#: weights prepacked (+57 MB resident).
-SPECULATE = True
 #: Most draft tokens checked in one run on the cache after a reading left its draft
 #: (:func:`~captioner.asr.draft_tokens.check_draft`): a run on 10 positions costs ~1.7 plain steps, so a wrong
 #: guess costs little and a right one saves up to 10 steps.
@@ -73,7 +72,8 @@ def session_options(prepack: bool = False):
     it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the decoder:
     resident memory 343 -> 400 MB, 463 MB at the peak while loading; a single step ~9 %
     faster, and a step on 2 tokens ~1.2 steps instead of ~2.3, which the hotwords' batch of
-    2 needs: :data:`SPECULATE`).
+    2 needs: :data:`~captioner.asr.hotword_speculation.SPECULATE`; so the decoder is prepacked
+    only once a hotword list is set, :meth:`MoonshineModel.hotwords`).
     Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
     never drops one, and here every line has its own length (encoder) and every decoder step its
     own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
@@ -122,10 +122,13 @@ class MoonshineModel:
         try:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
-            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=SPECULATE),
+            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"Could not load the prepared default model ({exc})") from exc
+        #: the decoder's weights are prepacked (:meth:`hotwords` swaps in such a session)
+        self.prepacked = False
+        self._pack_lock = threading.Lock()
         self._past = [f"past_key_values.{i}.{kind}.{kv}" for i in range(LAYERS)
                       for kind in ("decoder", "encoder") for kv in ("key", "value")]
         self._outputs = [o.name for o in self.decoder.get_outputs()]
@@ -191,39 +194,38 @@ class MoonshineModel:
             BackendError: ONNX Runtime failed.
             DecodeCancelled: ``stop`` was set.
         """
+        decoder = self.decoder  # one session for the whole reading (hotwords() may swap in a prepacked one)
         try:
-            binding = self.decoder.io_binding()
+            binding = decoder.io_binding()
             binding.bind_cpu_input("encoder_hidden_states", hidden)
             for name in self._past:
                 binding.bind_cpu_input(name, self._empty)
             ids = np.array([[START]], np.int64)
             flag = np.array([False])
             biasing = bias.start(max_tokens) if bias is not None and len(bias) else None
-            respell = Respelling(bias, self._force_from(hidden)) if biasing is not None else None
+            respell = Respelling(bias, teacher_forcing(decoder, self._outputs, hidden)) if biasing is not None else None
+            speculation = (Speculation(decoder, self._outputs, hidden)
+                           if biasing is not None and hotword_speculation.SPECULATE else None)
             tokens: list[int] = []
             states: list[list | None] = []  # per position: the decoder outputs whose logits chose its token
             pending = None  # a respelling's teacher-forced outputs: the next step's, no decoder run
-            spare: dict[tuple, list] = {}  # prefix -> the outputs of its last step, run alongside a steered match
-            chain = None  # the plain path beside the open steered match: its last prefix in spare
-            fixed: dict = {}  # batch size -> the batch's encoder states and cross-attention cache (one clip's)
-            cross = None
             draft = list(draft) if draft and biasing is None else []
             if draft and max_tokens > 0:
                 if stop is not None and stop.is_set():
                     raise DecodeCancelled("the reading is not needed any more")
-                kept, pending = check_draft(self.decoder, self._outputs, binding, START, draft[:max_tokens], logprobs,
+                kept, pending = check_draft(decoder, self._outputs, binding, START, draft[:max_tokens], logprobs,
                                             cached=False)
                 tokens = draft[:kept]
             while len(tokens) < max_tokens:
                 if stop is not None and stop.is_set():
                     raise DecodeCancelled("the reading is not needed any more")
-                if pending is None and spare:
-                    pending = spare.pop(tuple(tokens), None)
+                if pending is None and speculation is not None:
+                    pending = speculation.take(tokens)
                 if pending is None and draft and flag[0] and (
                         more := continuation(draft, tokens)[: min(LOOKAHEAD, max_tokens - len(tokens))]):
                     # the draft again after the reading left it: its tokens that follow the
                     # last one read, checked with the next step in one run on the cache
-                    kept, pending = check_draft(self.decoder, self._outputs, binding, tokens[-1], more, logprobs,
+                    kept, pending = check_draft(decoder, self._outputs, binding, tokens[-1], more, logprobs,
                                                 cached=True)
                     tokens += more[:kept]
                     continue
@@ -232,7 +234,7 @@ class MoonshineModel:
                         binding.bind_output(name, "cpu")
                     binding.bind_cpu_input("input_ids", ids)
                     binding.bind_cpu_input("use_cache_branch", flag)
-                    self.decoder.run_with_iobinding(binding)
+                    decoder.run_with_iobinding(binding)
                     outs = binding.get_outputs()
                 else:
                     outs, pending = pending, None
@@ -240,7 +242,8 @@ class MoonshineModel:
                 if biasing is None:
                     token, chosen = int(np.argmax(logits)), logits
                 else:  # may shorten tokens and hand back an earlier step's outputs
-                    cross = outs if cross is None else cross  # step 0's: the cross-attention cache
+                    if speculation is not None:
+                        speculation.seen(outs)  # step 0's: the cross-attention cache
                     token, outs = biasing.choose(tokens, logits, outs)
                     chosen = biasing.logits
                     del states[len(tokens):]
@@ -267,112 +270,13 @@ class MoonshineModel:
                     if not flag[0] or ".decoder." in name:  # cross-attention cache: from step 0 only
                         binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
                 flag[0] = True
-                if (SPECULATE and biasing is not None and biasing.started(len(tokens) - 1)
-                        and tuple(tokens) not in spare):  # (a second try's start: run with the first)
-                    prefix = tuple(tokens[:-1])
-                    plain = int(np.argmax(chosen))  # the token a give-back would most likely choose here
-                    if plain != END:
-                        nxt = biasing.next_try(tokens[:-1], chosen, token)  # the place's second try, if any
-                        firsts = [token, plain] + ([nxt] if nxt not in (None, END, token, plain) else [])
-                        pending, *rest = self._batch(hidden, [outs] * len(firsts), cross, firsts, fixed)
-                        spare.update((prefix + (t,), o) for t, o in zip(firsts[1:], rest))
-                        chain = prefix + (plain,)
-                elif SPECULATE and biasing is not None and biasing.deep(len(tokens) - 1) and chain is not None \
-                        and len(chain) == len(tokens) - 1 and chain in spare \
-                        and chain[:biasing.snapshot.pos] == tuple(tokens[:biasing.snapshot.pos]):
-                    # inside a steered match: run the plain path's next step too, so that a give-back
-                    # after a later token of the hotword also finds the plain steps done
-                    guess = int(np.argmax(spare[chain][0].numpy()[0, -1]))
-                    if guess != END:
-                        pending, spare[chain + (guess,)] = self._batch(hidden, [outs, spare[chain]], cross,
-                                                                       [token, guess], fixed)
-                        chain += (guess,)
+                if speculation is not None:  # a steered hotword open: its next step beside the plain path's
+                    pending = speculation.after(biasing, tokens, chosen, token, outs)
             return tokens if biasing is None else biasing.finish(tokens)
         except DecodeCancelled:
             raise
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"default model decoder failed ({exc})") from exc
-
-    def _batch(self, hidden: np.ndarray, states: list[list], cross: list, firsts: list[int],
-               fixed: dict | None = None) -> list[list]:
-        """The decoder's next step for each of ``firsts`` (2 or 3 tokens) at once, ``firsts[i]``
-        after the prefix of ``states[i]`` (prefixes of one length; one batch; ``cross``: step
-        0's outputs): per token, its outputs as a batch of 1. Run while a hotword the bonus
-        steered in is open (``firsts[0]``): at its start beside the plain token and the place's
-        second try if the biasing would make one, later beside the plain path's next token, so
-        that giving the hotword back (the usual outcome) finds the next choices' steps already
-        done: with prepacked weights the decoder runs a batch of 2 in ~1.1 single steps, of 3
-        in ~1.3 (2026-12-02, this machine), a give-back 1 each. ``fixed``: a dict kept for one
-        clip, where the batch's copies of the encoder states and the cross-attention cache
-        (the same at every step) are made once per batch size."""
-        import onnxruntime as ort
-
-        n = len(firsts)
-        fixed = {} if fixed is None else fixed
-        if n not in fixed:
-            fixed[n] = {"encoder_hidden_states": ort.OrtValue.ortvalue_from_numpy(np.repeat(hidden, n, 0))}
-            for name, step0 in zip(self._outputs[1:], cross[1:]):
-                if ".encoder." in name:
-                    fixed[n][name.replace("present", "past_key_values")] = ort.OrtValue.ortvalue_from_numpy(
-                        np.repeat(step0.numpy(), n, 0))
-        binding = self.decoder.io_binding()
-        for name, value in fixed[n].items():
-            binding.bind_ortvalue_input(name, value)
-        binding.bind_cpu_input("input_ids", np.array(firsts, np.int64).reshape(n, 1))
-        binding.bind_cpu_input("use_cache_branch", np.array([True]))
-        for k, name in enumerate(self._outputs[1:], 1):
-            if ".decoder." in name:
-                binding.bind_cpu_input(name.replace("present", "past_key_values"),
-                                       np.concatenate([st[k].numpy() for st in states]))
-        for name in self._outputs:
-            binding.bind_output(name, "cpu")
-        self.decoder.run_with_iobinding(binding)
-        out = []
-        for o, name, step0 in zip(binding.get_outputs(), self._outputs, [None] + list(cross[1:])):
-            # the cross-attention outputs are step 0's again (never read after step 0): not copied
-            out.append([step0] * n if ".encoder." in name else np.split(o.numpy(), n))
-        return [[x if isinstance(x, ort.OrtValue) else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(x))
-                 for x in (col[i] for col in out)] for i in range(n)]
-
-    def _force_from(self, hidden: np.ndarray):
-        """``force(state, cross, ys, floor, lps) -> (log_probs, outputs, done)``: the decoder run
-        on the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
-        of the step that scores ``ys[len(lps)]``; ``lps``: the log-probabilities of the ``ys``
-        already forced, ``[]`` from the start), with ``cross`` (step 0's outputs: the
-        cross-attention cache). ``log_probs``: each forced token's log-probability; ``outputs``:
-        the step that scores the token after them. ``done``: all of ``ys`` forced (``outputs``
-        score the token after ``ys``); False when the sum fell below ``floor`` -- then
-        ``log_probs`` and ``outputs`` stop before the token that fell, and a later call with a
-        lower floor resumes there without running the decoder again on what was forced. One
-        step per token: a call on several tokens at once took ~2.3 single steps on this
-        machine's CPU (onnxruntime 1.24, 2026-12-02) even for two."""
-
-        def force(state: list, cross: list, ys, floor: float, lps: list[float]):
-            binding = self.decoder.io_binding()
-            binding.bind_cpu_input("encoder_hidden_states", hidden)
-            for name, first in zip(self._outputs[1:], cross[1:]):
-                if ".encoder." in name:
-                    binding.bind_ortvalue_input(name.replace("present", "past_key_values"), first)
-            binding.bind_cpu_input("use_cache_branch", np.array([True]))
-            ids = np.zeros((1, 1), np.int64)
-            outs, lps = state, list(lps)
-            for tok in ys[len(lps):]:
-                lp = log_softmax_at(outs[0].numpy()[0, -1], tok)
-                if sum(lps) + lp < floor:
-                    return lps, outs, False
-                lps.append(lp)
-                for name, value in zip(self._outputs[1:], outs[1:]):
-                    if ".decoder." in name:
-                        binding.bind_ortvalue_input(name.replace("present", "past_key_values"), value)
-                ids[0, 0] = tok
-                binding.bind_cpu_input("input_ids", ids)
-                for name in self._outputs:
-                    binding.bind_output(name, "cpu")
-                self.decoder.run_with_iobinding(binding)
-                outs = binding.get_outputs()
-            return lps, outs, True
-
-        return force
 
     def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None,
                           stop: threading.Event | None = None,
@@ -427,15 +331,44 @@ class MoonshineModel:
     def hotwords(self, words, boost: float | None = None) -> HotwordTree:
         """The prefix tree of ``words`` (checked: :func:`captioner.asr.hotword_list.check_hotwords`)
         spelled by this model's tokenizer, with ``boost`` (default
-        :data:`~captioner.asr.hotword_list.DEFAULT_BOOST`) for :meth:`transcribe`.
+        :data:`~captioner.asr.hotword_list.DEFAULT_BOOST`) for :meth:`transcribe`. A list
+        of at least one word prepacks the decoder first (:meth:`prepack`), for the process.
 
         Raises:
             HotwordError: a word the tokenizer cannot spell, or a boost out of range.
+            BackendError: ONNX Runtime cannot load the prepacked decoder.
         """
         from captioner.asr.hotword_list import DEFAULT_BOOST, spelling_problem
 
         words = check_hotwords(words, lambda w: spelling_problem(w, self.tokenizer))
-        return HotwordTree(words, self.tokenizer, DEFAULT_BOOST if boost is None else boost)
+        tree = HotwordTree(words, self.tokenizer, DEFAULT_BOOST if boost is None else boost)
+        if len(tree) and hotword_speculation.SPECULATE:
+            self.prepack()
+        return tree
+
+    def prepack(self) -> None:
+        """Swap in a decoder session with its weights prepacked (:func:`session_options`), once.
+
+        The hotwords' speculative batches need it (:mod:`captioner.asr.hotword_speculation`),
+        plain decoding does not: it costs ~57 MB of resident memory (issue 40), so a model
+        without a hotword list never pays it. Readings already running finish on the session
+        they started with (:meth:`decode` keeps it); the same tokens either way, up to float
+        rounding (log-probabilities within ~1e-5).
+
+        Raises:
+            BackendError: ONNX Runtime cannot load the prepacked decoder.
+        """
+        import onnxruntime as ort
+
+        with self._pack_lock:  # two backends setting lists at once load it once
+            if self.prepacked:
+                return
+            try:
+                self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=True),
+                                                    providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime raises its own exception types
+                raise BackendError(f"Could not load the prepared default model ({exc})") from exc
+            self.prepacked = True
 
 
 _SHARED: dict[tuple, MoonshineModel] = {}

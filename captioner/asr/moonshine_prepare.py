@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Prepare captioner's built-in model in the user's cache folder.")
     parser.add_argument("--quiet", action="store_true", help="print nothing unless it fails")
     args = parser.parse_args(argv)
-    from captioner.asr.moonshine import default_model_dir
+    from captioner.asr.moonshine_files import default_model_dir
 
     warnings: list[str] = []
 

@@ -16,8 +16,11 @@ Parameters (defaults for the caption page / the transcript page):
 ``lines``    lines shown (caption page), 1-20                 3
 ``align``    ``left``, ``center`` or ``right``                center / left
 ``font``     a key of :data:`FONTS`                           sans
-``labels``   source labels: ``auto`` (when two or more        auto
-             sources spoke), ``on`` or ``off``
+``labels``   who speaks, before a line: ``auto`` (where the   auto
+             speaker changes, once the engine named a speaker
+             or two sources spoke), ``on`` (every line) or
+             ``off``; the label is the speaker's name or id
+             ("Speaker 2"), else the source's ("You")
 ===========  ==============================================  ==========================
 
 The page background outside the caption box is always transparent (an OBS browser source

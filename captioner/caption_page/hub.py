@@ -7,14 +7,22 @@ new epoch):
 - ``{"t": "final", "src": S, "at": K, "text": T}``: the open line of source ``S`` now has the
   committed text ``line[:K] + T`` (``K`` is the length already shown, except when the profanity
   mask re-masks a word that a later delta completed). The first text of a line has its leading
-  spaces removed, as the overlay does (:mod:`captioner.ui.caption_model`).
+  spaces removed, as the overlay does (:mod:`captioner.ui.caption_model`). A final delta with a
+  speaker (``TextDelta.speaker``, issue 38) adds ``"spk": ID`` ("Speaker 2"). When that id
+  differs from the speaker of an open line that has committed text, the op starts a *new* line
+  (``at`` 0) and the old one closes unmarked (another voice, not a turn end; its partial tail is
+  dropped) -- the rule of :class:`captioner.transcript.model.Transcript`, so a line never holds
+  two voices. A final without ``spk`` joins the open line whatever its speaker.
 - ``{"t": "partial", "src": S, "text": T}``: the unstable tail after the committed text of
   ``S``'s open line (``""`` clears it; shown in italics). A partial with no open line opens one.
 - ``{"t": "turn", "src": S}``: the speaker's turn ended: ``S``'s open line closes (the page
   marks it). A partial tail that was still open moves to a new line (the next op says so).
+- ``{"t": "name", "spk": ID, "name": N}``: speaker ``ID`` is shown as ``N`` on every line, past
+  and future (``""``: as the id again); from :meth:`CaptionHub.rename_speaker`. Names outlive a
+  reset (speaker ids are kept over Stop/Start): each new epoch starts with the names given.
 
 Finals and turns are kept (the whole session's transcript, :meth:`since`); of the partials only
-each source's latest. A viewer that reconnects says the last ``(epoch, seq)`` it applied and
+each source's latest, of the names each speaker's latest. A viewer that reconnects says the last ``(epoch, seq)`` it applied and
 gets exactly what came after it (plus the current partials), so no line is shown twice or lost.
 
 Thread-safety: :meth:`publish` is called from the engine's or the GUI's thread and does no more
@@ -25,6 +33,7 @@ than append to a queue and wake the server (``wake``); the conversion (masking i
 from __future__ import annotations
 
 import collections
+import heapq
 import json
 import secrets
 import threading
@@ -32,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from captioner.events import TextDelta, TurnBoundary
+from captioner.transcript.model import SpeakerRename, clean_name
 
 #: Bytes of finals and turns (as sent) kept for late viewers and the transcript path: about 8 h
 #: of speech take 10 MB (~3 ops of ~110 bytes a second). Past it the oldest go, and a viewer
@@ -56,6 +66,7 @@ class _Line:
     shown_tail: str = ""  # the same, as the page shows them (masked)
     raw_partial: str = ""
     shown_partial: str = ""
+    speaker: str = ""  # the speaker id of its committed text ("" = none given)
 
     def keep_tail(self) -> None:
         """Drop all but the last :data:`MASK_TAIL` characters, cut at a space (never inside a word)."""
@@ -118,18 +129,20 @@ class CaptionHub:
     _inbox_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _partials: dict = field(default_factory=dict, repr=False)  # source -> latest partial Op
     _lines: dict = field(default_factory=dict, repr=False)  # source -> its open _Line
+    _names: dict = field(default_factory=dict, repr=False)  # speaker id -> its latest "name" Op
     _seq: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _wake_pending: bool = False
 
     # -- any thread --------------------------------------------------------------------------
     def publish(self, event) -> None:
-        """Queue one event (text deltas and turn boundaries matter; others are ignored).
+        """Queue one event (text deltas, turn boundaries and
+        :class:`~captioner.transcript.model.SpeakerRename` matter; others are ignored).
 
         Cheap and non-blocking: safe on the engine's thread. ``"reset"`` (the string) starts
         a new session in order with the events around it.
         """
-        if not (isinstance(event, (TextDelta, TurnBoundary)) or event == "reset"):
+        if not (isinstance(event, (TextDelta, TurnBoundary, SpeakerRename)) or event == "reset"):
             return
         with self._inbox_lock:
             last = self._inbox[-1] if self._inbox else None
@@ -151,6 +164,22 @@ class CaptionHub:
     def reset(self) -> None:
         """Start a new session (a new captioning run): viewers clear their page."""
         self.publish("reset")
+
+    def rename_speaker(self, speaker_id: str, name: str) -> None:
+        """Show speaker ``speaker_id`` as ``name`` on every connected page, on its past lines and
+        its next ones, and on pages opened later (this epoch and the next ones).
+
+        Args:
+            speaker_id: a ``TextDelta.speaker`` id ("Speaker 2"); ``""`` or a non-string is
+                ignored. It need not have spoken yet.
+            name: the new name, cleaned as the transcript cleans it
+                (:func:`captioner.transcript.model.clean_name`: one line, at most 60
+                characters); ``""`` goes back to showing the id.
+
+        Any thread, non-blocking (the same as ``publish(SpeakerRename(speaker_id, name))``);
+        the page gets ``{"t": "name", "spk": ID, "name": N}``.
+        """
+        self.publish(SpeakerRename(speaker_id, name))
 
     def set_mask(self, mask: Callable[[str], str] | None) -> None:
         """Mask what viewers see from the next text on (None: the model's text)."""
@@ -175,10 +204,13 @@ class CaptionHub:
                         break
                     ev = self._inbox.popleft()
                 if ev == "reset":
-                    self._reset_locked()
+                    names = self._reset_locked()
                     self._pending.append(None)
+                    self._pending += names
                 elif isinstance(ev, TextDelta):
                     self._pending += self._text(ev)
+                elif isinstance(ev, SpeakerRename):
+                    self._pending += self._rename(ev)
                 else:
                     self._pending += self._turn(ev.source)
             if not deliver:
@@ -212,16 +244,19 @@ class CaptionHub:
         Returns:
             ``(reset, ops)``: ``reset`` is True when the viewer must clear its page first
             (another session, or older than the oldest op kept); ``ops`` are the kept finals
-            and turns after ``seq`` and then the current partials, in ``seq`` order.
+            and turns after ``seq``, the current partials and speaker names after ``seq``, all
+            in ``seq`` order (the page skips an op numbered below one it applied).
         """
         self.drain()
         with self._lock:
             reset = epoch != self.epoch or (bool(self._log) and seq < self._log[0].seq - 1)
             after = 0 if reset else seq
             ops = [op for op in self._log if op.seq > after] if after else list(self._log)
-            ops += sorted((op for op in self._partials.values()  # an empty one clears a tail the viewer has
-                           if op.seq > after and (after or op.data["text"])),
-                          key=lambda op: op.seq)
+            extra = [op for op in self._partials.values()  # an empty one clears a tail the viewer has
+                     if op.seq > after and (after or op.data["text"])]
+            extra += [op for op in self._names.values() if op.seq > after and (after or op.data["name"])]
+            if extra:
+                ops = list(heapq.merge(ops, sorted(extra, key=lambda op: op.seq), key=lambda op: op.seq))
             return reset, ops
 
     @property
@@ -230,13 +265,33 @@ class CaptionHub:
         return self._seq
 
     # -- internals (draining thread, under the lock) ---------------------------------------------
-    def _reset_locked(self) -> None:
+    def _reset_locked(self) -> list[Op]:
+        """A new epoch; returns its first ops: the speaker names given so far, renumbered."""
         self.epoch = secrets.token_hex(4)
         self._seq = 0
         self._log.clear()
         self._log_bytes = 0
         self._partials.clear()
         self._lines.clear()
+        named = [op.data for op in self._names.values() if op.data["name"]]
+        self._names.clear()
+        return [self._name_op(d["spk"], d["name"]) for d in named]
+
+    def _name_op(self, speaker: str, name: str) -> Op:
+        self._seq += 1
+        data = {"t": "name", "spk": speaker, "name": name, "seq": self._seq}
+        op = self._names[speaker] = Op(self._seq, sse_message(data, f"{self.epoch}.{self._seq}"))
+        return op
+
+    def _rename(self, ev: SpeakerRename) -> list[Op]:
+        if not isinstance(ev.speaker, str) or not ev.speaker:
+            return []
+        name = clean_name(ev.name)
+        name = "" if name == ev.speaker else name
+        old = self._names.get(ev.speaker)
+        if (old.data["name"] if old is not None else "") == name:
+            return []
+        return [self._name_op(ev.speaker, name)]
 
     def _op(self, data: dict, keep: bool) -> Op:
         self._seq += 1
@@ -262,6 +317,12 @@ class CaptionHub:
             line = self._lines[ev.source] = _Line()
         ops: list[Op] = []
         if ev.final:
+            speaker = ev.speaker if isinstance(ev.speaker, str) else ""
+            if speaker and speaker != line.speaker:
+                if line.length:  # another voice: a new line (the page does the same on "spk")
+                    line = self._lines[ev.source] = _Line()
+                    self._partials.pop(ev.source, None)  # the page drops the old line's tail
+                line.speaker = speaker
             text = ev.text.lstrip() if not line.length else ev.text
             raw = line.raw_tail + text
             shown = self._shown(raw)
@@ -274,7 +335,10 @@ class CaptionHub:
             line.raw_tail, line.shown_tail, line.raw_partial = raw, shown, ""
             line.length = base + len(shown)
             if shown != old:
-                ops.append(self._op({"t": "final", "src": ev.source, "at": base + i, "text": shown[i:]}, True))
+                data = {"t": "final", "src": ev.source, "at": base + i, "text": shown[i:]}
+                if speaker:
+                    data["spk"] = speaker
+                ops.append(self._op(data, True))
             line.keep_tail()
         else:
             line.raw_partial = ev.text.lstrip() if not line.length else ev.text

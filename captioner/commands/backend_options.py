@@ -142,6 +142,27 @@ def add_mask_argument(p: argparse.ArgumentParser) -> None:
                         "autosave journal keeps what the model wrote")
 
 
+def _speakers_value(value: str):
+    """argparse ``type`` of ``--speakers``: a ``SpeakerOptions``; a bad value is argparse's usage error (exit 2)."""
+    from captioner.speakers.options import parse_speakers
+
+    try:
+        return parse_speakers(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_speakers_argument(p: argparse.ArgumentParser, *, where: str = "system audio and files") -> None:
+    """``--speakers auto|off|N`` (issue 38; :mod:`captioner.speakers.options`); ``args.speakers``
+    is a :class:`~captioner.speakers.options.SpeakerOptions` (default ``AUTO``)."""
+    from captioner.speakers.options import AUTO, AUTO_MAX_SPEAKERS
+
+    p.add_argument("--speakers", type=_speakers_value, default=AUTO, metavar="auto|off|N",
+                   help=f"label who is speaking (\"Speaker 1: ...\") in {where}; the microphone stays its own "
+                        f"label. auto (default): up to {AUTO_MAX_SPEAKERS} speakers; N: at most N, e.g. "
+                        "--speakers 2 for an interview; off: no labels, no speaker model")
+
+
 def text_mask(args: argparse.Namespace):
     """The profanity filter asked for with ``--mask-profanity``, or None."""
     if not getattr(args, "mask_profanity", False):

@@ -22,6 +22,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="list microphones and system-audio sources",
         description="List microphones and system-audio (monitor/loopback) sources. "
         "Use a name, part of a name, or a microphone's index with `captioner listen --mic/--system`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  captioner devices        # '*' marks what is used when no device is named\n"
+               "  captioner listen --system alsa_output.usb-headset.analog-stereo",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     return p

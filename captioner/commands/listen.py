@@ -18,6 +18,12 @@ Examples::
     captioner listen --system --duration 10
     captioner listen --mic --system -o meeting.srt --format srt
     captioner listen --mic "USB" --system alsa_output.pci-0000_00_1f.3.analog-stereo
+    captioner listen --mic --system --speakers 3 -o call.vtt   # "You" + "Speaker 1..3" in the call
+
+Speaker labels (``--speakers``, issue 38): system audio and files are split into
+"Speaker 1", "Speaker 2", ...; the terminal shows ``[Speaker 2] text`` instead of the
+source label where a line is attributed, and the transcript labels them (see
+:mod:`captioner.transcript.writers`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from captioner.asr.geometry import GeometryError
 from captioner.commands.backend_options import (
     add_backend_arguments,
     add_mask_argument,
+    add_speakers_argument,
     check_backend_arguments,
     check_output_path,
     open_backend,
@@ -63,6 +70,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="caption the microphone and/or system audio live, without the GUI",
         description="Caption live audio in the terminal. Without --mic/--system/--file the default microphone "
         "is used. See `captioner devices` for names.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  captioner listen --mic --system -o call.srt   # you (\"You\") and the call (\"Meeting\")\n"
+               "  captioner listen --system --serve-captions --duration 3600   # a caption page for OBS, for an hour",
     )
     p.add_argument("--mic", nargs="?", const="", default=None, metavar="DEVICE",
                    help="caption a microphone (default one, or a name/part of a name/index)")
@@ -78,9 +88,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--format", choices=FORMATS, default=None, help="transcript format (default: from -o, else txt)")
     p.add_argument("-o", "--output", default=None, metavar="OUT", help="write the transcript here at the end")
     p.add_argument("--journal-dir", default=None, metavar="DIR",
-                   help="folder of the autosave journal (default: the user data folder, see README)")
+                   help="folder of the autosave journal (default: the user data folder, see docs/settings-and-files.md)")
     p.add_argument("--no-partials", action="store_true", help="print final text only")
     add_mask_argument(p)
+    add_speakers_argument(p)
     caption_page_cli.add_arguments(p)
     return p
 
@@ -130,7 +141,8 @@ class _Collector:
         if not ev.text.strip():
             return
         self._clear_partial()
-        print(f"[{ev.source}] {self._shown(ev.text.strip())}", file=self.out, flush=True)
+        who = self.live.transcript.speaker_name(ev.speaker) or ev.source  # "Speaker 2" (or its name), else the source
+        print(f"[{who}] {self._shown(ev.text.strip())}", file=self.out, flush=True)
 
     def _shown(self, text: str) -> str:
         return text if self.mask is None else self.mask(text)
@@ -367,8 +379,11 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     if transcript.journal is not None:
         print(f"autosave journal: {transcript.journal.path}", file=err, flush=True)
     backlog = captured_s(sources)  # said since the command while the model loaded
+    speakers = getattr(args, "speakers", None)  # --speakers (SpeakerOptions)
+    if speakers is not None and not any(speakers.applies_to(getattr(s, "kind", "")) for s in sources):
+        speakers = None  # only the microphone ("You"): no speaker model to load
     try:
-        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args))
+        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args), speakers=speakers)
         live.start()
     except (SourceError, ValueError) as exc:
         close_sources(sources)

@@ -47,6 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="list journals a crash left unfinished, or save one as TXT/SRT/VTT/JSON",
         description="Without JOURNAL: list the autosave journals that were never closed (the app crashed or "
         "was killed), newest first. With JOURNAL (a number from that list or a path): write its transcript.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  captioner recover                    # list, newest first\n"
+               "  captioner recover 1 -o meeting.srt   # save the newest as SRT and mark it recovered",
     )
     p.add_argument("journal", nargs="?", help="number from the list (1 = newest) or a journal file")
     p.add_argument("-o", "--output", help="write the transcript here (format from the suffix) instead of standard output")

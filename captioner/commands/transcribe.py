@@ -9,7 +9,9 @@ the next chunks decode while the turn detector works on the previous ones, and t
 default model reads two completed lines at once (:mod:`captioner.asr.line_pool`); the
 transcript is the same. Every final
 text and turn goes to the autosave journal as it is decoded, so a failing output disk
-loses nothing.
+loses nothing. ``--speakers auto|off|N`` (default auto) labels who is speaking,
+"Speaker 1", "Speaker 2", ... in every output format (issue 38), e.g.
+``captioner transcribe meeting.wav --speakers 4 -o meeting.srt``.
 
 Exit codes: 0 success (an empty or silent file gives an empty transcript), 2 usage
 error (bad option, missing file, invalid clock/delay), 1 runtime failure (unreadable
@@ -32,6 +34,7 @@ from captioner.audio.fileio import AudioFileError, load_audio
 from captioner.commands.backend_options import (
     add_backend_arguments,
     add_mask_argument,
+    add_speakers_argument,
     check_backend_arguments,
     check_output_path,
     deliver_transcript,
@@ -44,6 +47,7 @@ from captioner.engine.batcher import BatchEngine
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
+from captioner.speakers.tracker import make_tracker, new_registry
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.writers import FORMATS
 
@@ -57,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "transcribe",
         help="caption an audio file (same streaming path as live audio)",
         description="Transcribe an audio file by streaming it through the caption engine.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  captioner transcribe talk.flac -o talk.srt      # format from the suffix: txt, srt, vtt, json\n"
+               "  captioner transcribe call.wav --hotwords-file team.txt --speakers 2 -o call.vtt",
     )
     p.add_argument("audio", help="audio file (WAV, FLAC, OGG, ...; any sample rate and channel count)")
     add_backend_arguments(p)
@@ -65,6 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--realtime", action="store_true", help="pace the audio in real time, like a live source")
     p.add_argument("--label", default=None, help="source label in the transcript (default: the file name)")
     add_mask_argument(p)
+    add_speakers_argument(p, where="the transcript")
 
 
 class _Progress:
@@ -253,9 +261,11 @@ def run(args: argparse.Namespace) -> int:
     # ahead gets an engine that never waits for them (the shared engine's 5 ms batching wait per
     # 0.1 s chunk was 60 s of the 20-minute meeting's wall time, issue 30.3)
     engine = backend if args.realtime else BatchEngine(backend, max_wait_ms=0.0)
-    session = StreamingSession(engine, label, turn_settings(args))
     block = backend.geometry.chunk_step
     rate = backend.sample_rate
+    speakers = getattr(args, "speakers", None)  # SpeakerOptions (--speakers; None: off)
+    session = StreamingSession(engine, label, turn_settings(args),
+                               speakers=make_tracker(speakers, "file", rate, new_registry(speakers)))
     progress = _Progress(len(audio) / rate)
     t_start = time.perf_counter()
     stats = session.stats()

@@ -59,6 +59,8 @@ from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watch
 from captioner.engine.lanes import Gap, Lane
 from captioner.engine.rounds import feed_many
 from captioner.engine.session import StreamingSession
+from captioner.speakers.options import SpeakerOptions
+from captioner.speakers.tracker import make_tracker, new_registry
 from captioner.engine.too_slow import TooSlow
 from captioner.engine.turns import TurnSettings
 from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
@@ -108,6 +110,9 @@ class LiveCaptioner:
         clock: monotonic clock (s), shared with the sources' watchdog times.
         turns: how turns end in every session (``None``: the defaults; see
             :class:`~captioner.engine.turns.TurnSettings`).
+        speakers: who is speaking (issue 38): attribution of the system and file sources
+            (never the microphone), their speakers numbered across the run and kept over
+            Stop/Start; ``None``: off.
 
     Raises:
         ValueError: no sources, duplicate labels, or a rate mismatch.
@@ -128,6 +133,7 @@ class LiveCaptioner:
         poll_s: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
         turns: TurnSettings | None = None,
+        speakers: SpeakerOptions | None = None,
     ) -> None:
         if not sources:
             raise ValueError("LiveCaptioner needs at least one source")
@@ -153,6 +159,9 @@ class LiveCaptioner:
         self.poll_s = float(poll_s)
         self.clock = clock
         self.turns = turns
+        self.speakers = speakers
+        attributed = speakers is not None and any(speakers.applies_to(s.kind) for s in sources)
+        self._speaker_registry = new_registry(speakers) if attributed else None
         self.time_offset = 0.0
         self._lanes: list[Lane] = []
         self._threads: list[threading.Thread] = []
@@ -196,7 +205,9 @@ class LiveCaptioner:
                 s.stop()
             raise
         self._lanes = [
-            Lane(s, StreamingSession(self.backend, s.label, self.turns), LevelMeter(s.label, s.target_rate, self.level_interval_s))
+            Lane(s, StreamingSession(self.backend, s.label, self.turns,
+                                     make_tracker(self.speakers, s.kind, s.target_rate, self._speaker_registry)),
+                 LevelMeter(s.label, s.target_rate, self.level_interval_s))
             for s in self.sources
         ]
         self._halt.clear()

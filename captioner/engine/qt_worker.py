@@ -48,6 +48,7 @@ from captioner.engine.run_setup import (  # noqa: F401  (re-exported: the GUI an
     default_backend_factory,
     default_pipeline_factory,
     default_source_factory,
+    takes_keyword,
 )
 from captioner.engine.stopping import FLUSH_S, EventGate, StopOutcome, stop_within
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary
@@ -64,8 +65,9 @@ class EngineWorker(QObject):
         source_factory: ``(specs, backend) -> [source]``, not started; ``backend`` is a
             :class:`ModelRate` when the sources are made before the model loads (the live ones
             are then started at once, see :mod:`captioner.engine.capture_first`).
-        pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings]) -> Pipeline``
-            (``turns`` is passed only when the config has turn settings).
+        pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings][, speakers=SpeakerOptions])
+            -> Pipeline`` (``turns`` is passed only when the config has turn settings; ``speakers``
+            only when the config has speaker options and the factory takes that keyword).
 
     Signals (every payload is a plain Python object; connect with the default
     (auto/queued) connection from the GUI thread):
@@ -257,6 +259,8 @@ class EngineWorker(QObject):
         backlog = captured_s(sources)  # said since Start while the model loaded
         try:
             extra = {"turns": config.turns} if config.turns is not None else {}
+            if config.speakers is not None and takes_keyword(self.pipeline_factory, "speakers"):
+                extra["speakers"] = config.speakers  # who is speaking (issue 38)
             self._run = EventGate()
             self._pipeline = self.pipeline_factory(self.backend, sources, self._run.wrap(self._on_event), **extra)
             self._pipeline.start()

@@ -51,6 +51,9 @@ class EngineConfig:
         turns: how turns end (a :class:`captioner.engine.turns.TurnSettings`), handed to
             the pipeline factory; ``None`` = its defaults (and a factory that takes no
             ``turns`` keyword works unchanged).
+        speakers: who is speaking (a :class:`captioner.speakers.options.SpeakerOptions`), handed
+            to a pipeline factory that takes a ``speakers`` keyword; ``None`` = not given
+            (the pipeline's default: off).
     """
 
     backend: str = "default"
@@ -61,6 +64,7 @@ class EngineConfig:
     sources: tuple[SourceSpec, ...] = ()
     options: tuple[tuple[str, Any], ...] = ()
     turns: Any = None
+    speakers: Any = None
 
     def backend_key(self) -> tuple:
         """What identifies a loaded backend: a run with the same key reuses it."""
@@ -85,6 +89,20 @@ class Pipeline(Protocol):
 BackendFactory = Callable[[EngineConfig], Any]
 SourceFactory = Callable[[Sequence[SourceSpec], Any], list]  # (specs, backend or ModelRate) -> sources
 PipelineFactory = Callable[[Any, list, Callable[[Event], None]], Pipeline]
+
+
+def takes_keyword(factory: Callable[..., Any], name: str) -> bool:
+    """True when ``factory`` can be called with keyword ``name`` (a parameter of that name, or
+    ``**kwargs``), so an option added later (``speakers``) never breaks a factory written
+    before it (tests' fakes, scripts); a callable whose signature cannot be read counts as no."""
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name and p.kind is not inspect.Parameter.POSITIONAL_ONLY
+               or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
 def default_backend_factory(config: EngineConfig) -> Any:
@@ -145,9 +163,10 @@ def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
 
 
 def default_pipeline_factory(
-    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None
+    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None, speakers: Any = None
 ) -> Pipeline:
-    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner`` (``turns``: TurnSettings or None)."""
+    """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner`` (``turns``: TurnSettings or None;
+    ``speakers``: SpeakerOptions or None, off)."""
     from captioner.engine.live import LiveCaptioner
 
-    return LiveCaptioner(backend, sources, on_event, turns=turns)
+    return LiveCaptioner(backend, sources, on_event, turns=turns, speakers=speakers)

@@ -42,6 +42,7 @@ from captioner.engine.batcher import BatchEngine
 from captioner.engine.rounds import feed_many  # noqa: F401 - re-exported: several sessions from one thread
 from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
 from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
+from captioner.speakers.tracker import SpeakerTracker
 
 #: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
 HOLD_BOUNDARY_S = 2.0
@@ -85,6 +86,8 @@ class StreamingSession:
         source: label stamped on every event ("You", "Meeting", a file name).
         turns: how turns end (``None``: the defaults); ``False`` turns the session's
             turn handling off (the backend's boundaries pass through unchanged).
+        speakers: who is speaking (issue 38): the tracker that labels this source's final
+            text with speaker ids (``TextDelta.speaker``) from its audio; ``None``: no labels.
 
     Attributes:
         buffer: ``[n] float32`` audio not yet decoded plus the overlap tail.
@@ -94,7 +97,8 @@ class StreamingSession:
     """
 
     def __init__(
-        self, engine: BatchEngine | Backend, source: str = "", turns: TurnSettings | bool | None = None
+        self, engine: BatchEngine | Backend, source: str = "", turns: TurnSettings | bool | None = None,
+        speakers: SpeakerTracker | None = None,
     ) -> None:
         self.engine = engine if isinstance(engine, BatchEngine) else BatchEngine.shared(engine)
         self.backend = self.engine.backend
@@ -106,6 +110,7 @@ class StreamingSession:
         self.detector: TurnDetector | None = None
         if self.turn_mode == "audio":
             self.detector = TurnDetector(self.turn_settings, self.geometry.sample_rate, source=source)
+        self.speakers = speakers
         self.start()
 
     # -- public API -------------------------------------------------------------------------
@@ -131,6 +136,8 @@ class StreamingSession:
         if self.detector is not None:
             self.detector.source = self.source
             self.detector.reset()
+        if self.speakers is not None:
+            self.speakers.reset()
 
     @property
     def sample_rate(self) -> int:
@@ -235,6 +242,8 @@ class StreamingSession:
         if arr.size:
             if self._speech is not None:
                 self._speech.feed(arr, self.samples_in)
+            if self.speakers is not None:
+                self.speakers.feed(arr, self.samples_in)
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
 
@@ -327,7 +336,7 @@ class StreamingSession:
         if self._held and not self._text_since_turn and not self._partial_open \
                 and now - self._held[0].time > HOLD_BOUNDARY_S:
             self._held = []  # a model's boundary with no words in its turn: nothing ended
-        return out
+        return self.speakers.label(out) if self.speakers is not None else out
 
     def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
         """Append ``ev`` to ``out`` by the turn rules; may hold back a boundary until its text is in."""
@@ -380,6 +389,8 @@ class StreamingSession:
         if self.detector is not None:
             out += self.detector.finish()
         self._held = []
+        if self.speakers is not None:
+            out = self.speakers.label(out)
         if not self._text_since_turn:
             return out
         self._text_since_turn = False

@@ -19,7 +19,7 @@ from captioner.transcript.journal import (
     recover,
 )
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.model import Segment, Transcript
+from captioner.transcript.model import Segment, SpeakerRename, Transcript
 from captioner.transcript.writers import (
     FORMATS,
     TranscriptWriteError,
@@ -38,6 +38,7 @@ __all__ = [
     "JournalError",
     "LiveTranscript",
     "Segment",
+    "SpeakerRename",
     "Transcript",
     "TranscriptWriteError",
     "find_unfinished",

@@ -21,6 +21,14 @@ session start, never wall-clock) and, across the whole file, cue starts are stri
 increasing (two sources speaking at once are ordered by start and nudged by 1 ms when
 equal) and every cue has ``start < end``. A cue is held at least ``MIN_CUE_S`` so it
 can be read, but never past the next cue of the same source.
+
+Speakers (issue 38): the cues of an attributed segment (``Segment.speaker``) are labelled
+with the speaker's display name instead of the source label, on the first cue of each
+run of one speaker only (``"Speaker 2: "``; cues in time order, a run ends where another
+speaker or an unattributed source speaks), or, for WebVTT (``voices=True``), not in the
+text at all: every such cue carries ``Cue.speaker`` for a voice span. Unattributed
+segments keep the source labels above, so a transcript without speakers gives the same
+cues as before.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import functools
 import math
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from captioner.transcript.model import Segment
 
@@ -180,12 +188,15 @@ class Cue:
         end_ms: end, integer milliseconds; always ``end_ms > start_ms``.
         lines: 1..``MAX_LINES`` lines of text (label included when sources are labelled).
         source: source label of the segment it came from.
+        speaker: the display name of the segment's speaker when the cue carries it apart
+            from its text (``make_cues(voices=True)``, a WebVTT voice span); else ``""``.
     """
 
     start_ms: int
     end_ms: int
     lines: tuple[str, ...]
     source: str = ""
+    speaker: str = ""
 
     @property
     def start(self) -> float:
@@ -222,6 +233,8 @@ def segment_cues(
     max_lines: int = MAX_LINES,
     line_columns: int = LINE_COLUMNS,
     cjk_line_chars: int = CJK_LINE_CHARS,
+    label_every_cue: bool = True,
+    speaker: str = "",
 ) -> list[Cue]:
     """Split one segment into cues with proportional times (before file-wide ordering).
 
@@ -229,6 +242,9 @@ def segment_cues(
         segment: a transcript segment (times in s).
         label: prefix of each cue's first line, e.g. ``"Meeting: "`` ("" for none).
         max_lines, line_columns, cjk_line_chars: see the module constants.
+        label_every_cue: False: ``label`` prefixes the first cue only (a speaker's name at
+            the start of its run).
+        speaker: ``Cue.speaker`` of every cue (a voice span's name; "" for none).
 
     Returns:
         Cues in order; their times may still collide with other sources' cues
@@ -245,7 +261,7 @@ def segment_cues(
 
     def wrap(width: int) -> list[str]:
         first = max(width // 2, width - label_width) if label else width
-        return _fill(atoms, width, first, max_lines)
+        return _fill(atoms, width, first, max_lines if label_every_cue else 0)
 
     # Balance: the narrowest width (down to half a line) that needs no more cues
     # than full-width lines do, so text spreads evenly instead of leaving a stub.
@@ -270,8 +286,9 @@ def segment_cues(
         cue_start = start_ms + span * done // total
         done += weight
         cue_end = start_ms + span * done // total
-        shown = (label + group[0],) + tuple(group[1:]) if label else tuple(group)
-        cues.append(Cue(cue_start, cue_end, shown, segment.source))
+        labelled = label and (label_every_cue or not cues)
+        shown = (label + group[0],) + tuple(group[1:]) if labelled else tuple(group)
+        cues.append(Cue(cue_start, cue_end, shown, segment.source, speaker))
     return cues
 
 
@@ -283,16 +300,22 @@ def make_cues(
     line_columns: int = LINE_COLUMNS,
     cjk_line_chars: int = CJK_LINE_CHARS,
     min_duration: float = MIN_CUE_S,
+    names: Mapping[str, str] | None = None,
+    voices: bool = False,
 ) -> list[Cue]:
     """Cues of a whole transcript, ready for SRT/WebVTT.
 
     Args:
         segments: transcript segments (any order; blank ones are skipped).
-        label_sources: prefix cues with ``"<source>: "``; default: only when the
-            segments come from more than one source.
+        label_sources: prefix cues of unattributed segments with ``"<source>: "``;
+            default: only when the segments come from more than one source.
         max_lines, line_columns, cjk_line_chars: see the module constants.
         min_duration: minimum display time (s), never extended past the next cue of
             the same source.
+        names: ``{speaker id: name}`` (``Transcript.speaker_names``); a speaker without
+            a name is shown by its id.
+        voices: attributed segments carry their speaker's name in ``Cue.speaker`` on
+            every cue instead of a ``"Name: "`` prefix at each change of speaker.
 
     Returns:
         Cues sorted by start with strictly increasing ``start_ms`` and
@@ -301,11 +324,24 @@ def make_cues(
     segs = sorted((s for s in segments if s.text.strip()), key=lambda s: s.start)
     if label_sources is None:
         label_sources = len({s.source for s in segs}) > 1
+    names = names or {}
     raw: list[Cue] = []
+    shown_last = None  # who the previous segment (time order) was shown as
     for seg in segs:
-        label = f"{seg.source}: " if label_sources and seg.source else ""
+        every, speaker = True, ""
+        if seg.speaker:
+            name = " ".join(str(names.get(seg.speaker) or seg.speaker).split())
+            if voices:
+                label, speaker = "", name
+            else:
+                label, every = (f"{name}: " if name != shown_last else ""), False
+            shown_last = name
+        else:
+            label = f"{seg.source}: " if label_sources and seg.source else ""
+            shown_last = seg.source
         raw.extend(
-            segment_cues(seg, label=label, max_lines=max_lines, line_columns=line_columns, cjk_line_chars=cjk_line_chars)
+            segment_cues(seg, label=label, max_lines=max_lines, line_columns=line_columns,
+                         cjk_line_chars=cjk_line_chars, label_every_cue=every, speaker=speaker)
         )
     raw.sort(key=lambda c: c.start_ms)  # stable: a segment's cues keep their order
     starts: list[int] = []
@@ -323,7 +359,7 @@ def make_cues(
         if following is not None:
             end = min(end, following)  # following > start: starts strictly increase
         end = max(end, start + 1)
-        out[i] = Cue(start, end, cue.lines, cue.source)
+        out[i] = Cue(start, end, cue.lines, cue.source, cue.speaker)
         next_start[cue.source] = start
     return [cue for cue in out if cue is not None]
 

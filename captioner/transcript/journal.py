@@ -6,8 +6,11 @@ A journal is a JSON Lines file (UTF-8, one JSON object per line) in
 - ``{"type": "header", "version": 1, "created": ISO wall-clock time, "backend": ...,
   "sources": [...]}`` first;
 - ``{"type": "text", "source", "start", "end", "text"}`` per *final* ``TextDelta``
-  (partials are never journaled: they are not final);
+  (partials are never journaled: they are not final), plus ``"speaker"`` (the id,
+  "Speaker 2") when the delta is attributed (issue 38; journals without it still recover);
 - ``{"type": "turn", "source", "time", "kind", "probability"}`` per ``TurnBoundary``;
+- ``{"type": "speaker_name", "speaker", "name"}`` per ``SpeakerRename`` (the user named a
+  speaker; ``name`` "" cleared it);
 - ``{"type": "close", "closed": ISO time, "reason": ...}`` when the session ends cleanly.
 
 Reading them back (recovery, the unfinished ones to offer) is :mod:`captioner.transcript.journal_recovery`,
@@ -44,6 +47,7 @@ from typing import Any, Iterable
 
 from captioner import paths
 from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.transcript.model import SpeakerRename, clean_name
 
 JOURNAL_VERSION = 1
 JOURNAL_SUFFIX = ".jsonl"
@@ -82,7 +86,10 @@ def _record_for(event: Event) -> dict[str, Any] | None:
     if isinstance(event, TextDelta):
         if not event.final or not event.text:
             return None
-        return {"type": "text", "source": event.source, "start": event.start, "end": event.end, "text": event.text}
+        record = {"type": "text", "source": event.source, "start": event.start, "end": event.end, "text": event.text}
+        if event.speaker:
+            record["speaker"] = event.speaker
+        return record
     if isinstance(event, TurnBoundary):
         return {
             "type": "turn",
@@ -91,6 +98,10 @@ def _record_for(event: Event) -> dict[str, Any] | None:
             "kind": event.kind,
             "probability": event.probability,
         }
+    if isinstance(event, SpeakerRename):
+        if not isinstance(event.speaker, str) or not event.speaker:
+            return None
+        return {"type": "speaker_name", "speaker": event.speaker, "name": clean_name(event.name)}
     return None
 
 
@@ -177,7 +188,7 @@ class Journal:
 
     # ------------------------------------------------------------- writing
     def enqueue(self, event: Event) -> bool:
-        """Queue the record of a final ``TextDelta`` or a ``TurnBoundary`` in memory (no I/O).
+        """Queue the record of a final ``TextDelta``, a ``TurnBoundary`` or a ``SpeakerRename`` in memory (no I/O).
 
         Returns:
             True if a record was queued, False if the event is not journaled

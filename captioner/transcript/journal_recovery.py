@@ -22,7 +22,7 @@ from typing import Any, Iterable
 from captioner import paths
 from captioner.events import Event, TextDelta, TurnBoundary
 from captioner.transcript.journal import JOURNAL_SUFFIX, Journal, JournalError, _explain
-from captioner.transcript.model import Transcript
+from captioner.transcript.model import SpeakerRename, Transcript
 
 
 def read_journal(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -52,9 +52,11 @@ def _float(value: Any) -> float | None:
 
 
 def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
-    """Turn journal records back into events (``TextDelta(final=True)`` / ``TurnBoundary``).
+    """Turn journal records back into events (``TextDelta(final=True)`` / ``TurnBoundary`` /
+    ``SpeakerRename``).
 
-    Records with missing or wrongly typed fields are skipped.
+    Records with missing or wrongly typed fields are skipped; a text record with a speaker
+    that is not a string keeps its text, unattributed.
     """
     events: list[Event] = []
     for rec in records:
@@ -63,14 +65,20 @@ def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
             continue
         if rec["type"] == "text":
             text, start, end = rec.get("text"), _float(rec.get("start")), _float(rec.get("end"))
+            speaker = rec.get("speaker", "")
             if isinstance(text, str) and text and start is not None:
-                events.append(TextDelta(text, start, end if end is not None else start, True, source))
+                events.append(TextDelta(text, start, end if end is not None else start, True, source,
+                                        speaker=speaker if isinstance(speaker, str) else ""))
         elif rec["type"] == "turn":
             time = _float(rec.get("time"))
             kind = rec.get("kind") if isinstance(rec.get("kind"), str) else "semantic_vad"
             prob = _float(rec.get("probability"))
             if time is not None:
                 events.append(TurnBoundary(time, kind, 1.0 if prob is None else prob, source))
+        elif rec["type"] == "speaker_name":
+            speaker, name = rec.get("speaker"), rec.get("name", "")
+            if isinstance(speaker, str) and speaker and isinstance(name, str):
+                events.append(SpeakerRename(speaker, name))
     return events
 
 

@@ -60,7 +60,7 @@ class JournalWriter:
 
     # -- the owner's side ------------------------------------------------------------------------
     def put(self, event: Event) -> bool:
-        """Queue ``event``'s record (final ``TextDelta`` / ``TurnBoundary``) for the writer; no I/O.
+        """Queue ``event``'s record (final ``TextDelta`` / ``TurnBoundary`` / ``SpeakerRename``) for the writer; no I/O.
 
         Returns:
             True if a record was queued; False for events that are not journaled, and

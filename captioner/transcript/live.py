@@ -19,7 +19,7 @@ from typing import Iterable
 from captioner.events import Event, Notice
 from captioner.transcript.journal import Journal, JournalError
 from captioner.transcript.journal_writer import JournalWriter
-from captioner.transcript.model import Segment, Transcript
+from captioner.transcript.model import Segment, SpeakerRename, Transcript
 
 
 class LiveTranscript:
@@ -82,6 +82,18 @@ class LiveTranscript:
             return None
         self._writer.put(event)
         return self._writer.take_notice()
+
+    def rename_speaker(self, speaker_id: str, name: str) -> Notice | None:
+        """Name a speaker in the transcript (past and future lines, and Save) and journal the
+        rename, so ``recover`` rebuilds it: ``add(SpeakerRename(speaker_id, name))``.
+
+        Args:
+            speaker_id: the id ("Speaker 2"); ``name``: the new name, ``""`` back to the id.
+
+        Returns:
+            As :meth:`add`.
+        """
+        return self.add(SpeakerRename(speaker_id, name))
 
     def flush(self, timeout_s: float | None = 2.0) -> Notice | None:
         """Wait (at most ``timeout_s`` s) until the journal writer has tried every record added so far.

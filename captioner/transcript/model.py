@@ -8,7 +8,16 @@
 - a *partial* ``TextDelta`` replaces the partial tail of its source (an empty text
   clears it). Partials are never part of a segment.
 - a ``TurnBoundary`` closes the open segment of its source (``turn_end=True``).
+- a ``SpeakerRename`` names a speaker (issue 38): every segment of that speaker id,
+  past and future, is shown and saved under the name (``display_label``).
 - any other event is ignored.
+
+Speakers (issue 38): a final delta's ``speaker`` is a stable id ("Speaker 1", ...; ""
+when not attributed). A final delta whose non-empty speaker differs from the open
+segment's closes that segment (``boundary="speaker"``, not a turn end) and opens a new
+one, so a segment, a transcript line and a subtitle cue never hold two voices. A delta
+without a speaker joins the open segment whatever its speaker. Names live in the
+transcript, not in the segments: a rename applies to everything already said.
 
 A segment is normally one whole turn (the main window shows one entry per turn;
 a turn may hold several lines of a line model and several sentences). So that 24/7
@@ -46,6 +55,32 @@ SENTENCE_END = ".!?…。！？"
 BOUNDARY_OPEN = ""
 BOUNDARY_LENGTH = "length"
 BOUNDARY_SENTENCE = "sentence"
+BOUNDARY_SPEAKER = "speaker"
+#: Longest speaker name kept (characters); longer names are cut.
+MAX_NAME_CHARS = 60
+
+
+def clean_name(name: object) -> str:
+    """A speaker name fit for one subtitle line: whitespace runs (newlines, tabs) become one
+    space, control characters are dropped, ends are stripped, at most ``MAX_NAME_CHARS``."""
+    text = "".join(ch for ch in str(name or "") if ch.isprintable() or ch.isspace())
+    return " ".join(text.split())[:MAX_NAME_CHARS].strip()
+
+
+@dataclass(frozen=True)
+class SpeakerRename:
+    """The user named a speaker (double-click in the pane, Settings): a transcript event.
+
+    Fed to ``Transcript.add`` (and so to the journal by ``LiveTranscript.add``, which
+    records it, so ``recover`` rebuilds the same names).
+
+    Attributes:
+        speaker: the speaker id, ``TextDelta.speaker`` ("Speaker 2").
+        name: the new name; ``""`` goes back to showing the id.
+    """
+
+    speaker: str
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,7 +96,10 @@ class Segment:
         turn_end: True when a ``TurnBoundary`` closed the segment.
         boundary: why it closed: a ``TurnBoundary.kind`` ("semantic", "silence",
             "semantic_vad", "end_of_stream"), ``"length"`` / ``"sentence"`` (split of a long turn),
-            or ``""`` while the segment is still open.
+            ``"speaker"`` (the next words are another voice's), or ``""`` while the segment is
+            still open.
+        speaker: the speaker id of its text ("Speaker 1"; ``""``: not attributed). Its
+            display name is the transcript's (``Transcript.display_label``).
     """
 
     source: str
@@ -70,23 +108,36 @@ class Segment:
     text: str
     turn_end: bool = False
     boundary: str = BOUNDARY_OPEN
+    speaker: str = ""
 
     @property
     def is_open(self) -> bool:
         """True while more final text of the same turn may still be appended."""
         return self.boundary == BOUNDARY_OPEN
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, label: str | None = None) -> dict[str, Any]:
         """JSON-ready dict: source, start, end (s), text (without the leading/trailing space a
-        model may emit between deltas, so the same speech gives the same JSON), turn_end, boundary."""
-        return {
-            "source": self.source,
-            "start": self.start,
-            "end": self.end,
-            "text": self.text.strip(),
-            "turn_end": self.turn_end,
-            "boundary": self.boundary,
-        }
+        model may emit between deltas, so the same speech gives the same JSON), turn_end, boundary.
+
+        Args:
+            label: the display label of the speaker (``Transcript.display_label``). When
+                given, or when the segment has a speaker, the dict also holds ``"speaker"``
+                (``label``, else the id) and ``"speaker_id"`` (the id, ``""`` when not
+                attributed) after ``"source"``; an unattributed segment without ``label``
+                gives exactly the keys above.
+        """
+        out: dict[str, Any] = {"source": self.source}
+        if label is not None or self.speaker:
+            out["speaker"] = label if label is not None else self.speaker
+            out["speaker_id"] = self.speaker
+        out.update(
+            start=self.start,
+            end=self.end,
+            text=self.text.strip(),
+            turn_end=self.turn_end,
+            boundary=self.boundary,
+        )
+        return out
 
 
 @dataclass
@@ -94,6 +145,7 @@ class _Open:
     start: float
     end: float
     parts: list[str] = field(default_factory=list)
+    speaker: str = ""
 
     def text(self) -> str:
         return "".join(self.parts)
@@ -141,6 +193,8 @@ class Transcript:
         #: every TurnBoundary received, in arrival order (time, kind, probability, source)
         self.turns: list[TurnBoundary] = []
         self._sources: list[str] = []
+        self._speakers: list[str] = []  # speaker ids in order of first final text
+        self._names: dict[str, str] = {}  # speaker id -> the name the user gave it
 
     # ------------------------------------------------------------------ input
     def add(self, event: Event) -> list[Segment]:
@@ -160,6 +214,8 @@ class Transcript:
             return self._add_text(event)
         if isinstance(event, TurnBoundary):
             return self._add_turn(event)
+        if isinstance(event, SpeakerRename):
+            self.rename_speaker(event.speaker, event.name)
         return []
 
     def extend(self, events: Iterable[Event]) -> list[Segment]:
@@ -190,17 +246,24 @@ class Transcript:
         start = max(_finite(delta.start, clock), clock)
         end = max(_finite(delta.end, start), start)
         self._clock[source] = end
+        speaker = delta.speaker if isinstance(delta.speaker, str) else ""
+        if speaker and speaker not in self._speakers:
+            self._speakers.append(speaker)
+        closed: list[Segment] = []
         seg = self._open.get(source)
+        if seg is not None and speaker and speaker != seg.speaker:  # another voice: never one segment
+            closed.append(self._close(source, turn_end=False, boundary=BOUNDARY_SPEAKER))
+            seg = None
         if seg is None:
-            seg = self._open[source] = _Open(start=start, end=end)
+            seg = self._open[source] = _Open(start=start, end=end, speaker=speaker)
         seg.parts.append(text)
         seg.end = max(seg.end, end)
         if seg.end - seg.start > self.max_segment_s:
-            return [self._close(source, turn_end=False, boundary=BOUNDARY_LENGTH)]
+            return closed + [self._close(source, turn_end=False, boundary=BOUNDARY_LENGTH)]
         body = seg.text().strip()
         if len(body) >= self.sentence_chars and body[-1] in SENTENCE_END:
-            return [self._close(source, turn_end=False, boundary=BOUNDARY_SENTENCE)]
-        return []
+            return closed + [self._close(source, turn_end=False, boundary=BOUNDARY_SENTENCE)]
+        return closed
 
     def _add_turn(self, turn: TurnBoundary) -> list[Segment]:
         source = turn.source
@@ -218,14 +281,14 @@ class Transcript:
             if self._keys[i][1] == number:
                 if not seg.turn_end:  # update in place: it was already returned once
                     self._closed[i] = Segment(
-                        seg.source, seg.start, seg.end, seg.text, True, turn.kind or "turn"
+                        seg.source, seg.start, seg.end, seg.text, True, turn.kind or "turn", seg.speaker
                     )
                 break
         return []
 
     def _close(self, source: str, *, turn_end: bool, boundary: str) -> Segment:
         seg = self._open.pop(source)
-        closed = Segment(source, seg.start, seg.end, seg.text(), turn_end, boundary)
+        closed = Segment(source, seg.start, seg.end, seg.text(), turn_end, boundary, seg.speaker)
         key = (closed.start, self._count)
         index = bisect.bisect_right(self._keys, key)
         self._keys.insert(index, key)
@@ -255,9 +318,49 @@ class Transcript:
         """
         items = list(self._closed)
         for source, seg in self._open.items():
-            items.append(Segment(source, seg.start, seg.end, seg.text()))
+            items.append(Segment(source, seg.start, seg.end, seg.text(), speaker=seg.speaker))
         items.sort(key=lambda s: s.start)  # stable: closed keep their order on ties
         return [s for s in items if s.text.strip()]
+
+    # --------------------------------------------------------------- speakers
+    @property
+    def speakers(self) -> list[str]:
+        """Speaker ids in the order their first final text arrived (unattributed text: none)."""
+        return list(self._speakers)
+
+    @property
+    def speaker_names(self) -> dict[str, str]:
+        """``{speaker id: name}`` of the speakers the user named (a copy)."""
+        return dict(self._names)
+
+    def rename_speaker(self, speaker_id: str, name: str) -> str:
+        """Name speaker ``speaker_id``: its past and future segments show (and save) ``name``.
+
+        Args:
+            speaker_id: a ``TextDelta.speaker`` id ("Speaker 2"); it need not have spoken yet.
+            name: the new name, cleaned by ``clean_name`` (one line, at most
+                ``MAX_NAME_CHARS``); ``""`` (or only spaces) goes back to the id.
+
+        Returns:
+            The name now shown for the speaker (the id when the name was cleared). An empty
+            ``speaker_id`` changes nothing and returns ``""``.
+        """
+        if not isinstance(speaker_id, str) or not speaker_id:
+            return ""
+        cleaned = clean_name(name)
+        if cleaned and cleaned != speaker_id:
+            self._names[speaker_id] = cleaned
+        else:
+            self._names.pop(speaker_id, None)
+        return self.speaker_name(speaker_id)
+
+    def speaker_name(self, speaker_id: str) -> str:
+        """The name shown for ``speaker_id``: the user's name for it, else the id ("" for "")."""
+        return self._names.get(speaker_id, speaker_id) if speaker_id else ""
+
+    def display_label(self, segment: Segment) -> str:
+        """Who said ``segment``, as shown: the speaker's name, else its id, else the source label."""
+        return self.speaker_name(segment.speaker) or segment.source
 
     def final_text(self, source: str) -> str:
         """Every final delta of ``source`` concatenated verbatim, in arrival order."""
@@ -287,9 +390,13 @@ __all__ = [
     "BOUNDARY_LENGTH",
     "BOUNDARY_OPEN",
     "BOUNDARY_SENTENCE",
+    "BOUNDARY_SPEAKER",
+    "MAX_NAME_CHARS",
     "MAX_SEGMENT_S",
     "SENTENCE_CHARS",
     "SENTENCE_END",
     "Segment",
+    "SpeakerRename",
     "Transcript",
+    "clean_name",
 ]

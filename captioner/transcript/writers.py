@@ -15,7 +15,16 @@ WebVTT spec requires (so ``-->`` can never appear in a cue's text).
 Every formatter takes ``mask``: a length-preserving ``str -> str`` applied to each
 segment's text before anything else (the profanity filter,
 :class:`captioner.transcript.profanity.ProfanityFilter`). The transcript itself (and the
-journal behind it) keeps what the model wrote, so each save can choose again.
+journal behind it) keeps what the model wrote, so each save can choose again. Speaker
+names are not masked: the user typed them.
+
+Speakers (issue 38; see ``cues.py``): TXT and SRT prefix the speaker's display name
+(``Transcript.display_label``: the user's name, else the id) at each change of speaker,
+``"Speaker 2: "``; WebVTT puts every cue of an attributed segment in a voice span,
+``<v Speaker 2>text</v>`` (the name escaped like cue text); JSON gives every segment
+``"speaker"`` (display label; the source label for unattributed text) and ``"speaker_id"``
+plus a top-level ``"speakers"`` list of ``{"id", "name"}``. A transcript without speakers
+is written byte for byte as before (no speaker fields).
 """
 
 from __future__ import annotations
@@ -65,6 +74,16 @@ def _segments(transcript: Transcript | Iterable[Segment], mask: Mask = None) -> 
     return segs if mask is None else [replace(s, text=mask(s.text)) for s in segs]
 
 
+def _names(transcript: Transcript | Iterable[Segment]) -> dict[str, str]:
+    """``{speaker id: name}`` of a ``Transcript`` ({} for bare segments: ids are shown)."""
+    return transcript.speaker_names if isinstance(transcript, Transcript) else {}
+
+
+def _speaker_label(seg: Segment, names: dict[str, str]) -> str:
+    """The display label of ``seg``: the speaker's name, else its id, else the source label."""
+    return " ".join((names.get(seg.speaker) or seg.speaker).split()) or seg.source
+
+
 def _hms(seconds: float) -> str:
     total = max(0, int(seconds))
     return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
@@ -76,10 +95,15 @@ def format_txt(
 ) -> str:
     """Plain text, one line per segment: ``[HH:MM:SS] Source: text``.
 
+    An attributed segment's line is prefixed with its speaker's display name instead,
+    ``[HH:MM:SS] Speaker 2: text``, and only where the speaker changes (the first line of
+    each run of one speaker, lines in time order).
+
     Args:
         transcript: a ``Transcript`` or segments.
         timestamps: prefix each line with its start (stream time, whole seconds).
-        label_sources: prefix the source label; default: only with several sources.
+        label_sources: prefix the source label of unattributed lines; default: only with
+            several sources.
         mask: applied to each segment's text (see the module docstring).
 
     Returns:
@@ -88,11 +112,20 @@ def format_txt(
     segs = _segments(transcript, mask)
     if label_sources is None:
         label_sources = len({s.source for s in segs}) > 1
+    names = _names(transcript)
     lines = []
+    shown_last = None  # who the previous line was said by, as shown
     for seg in segs:
         prefix = f"[{_hms(seg.start)}] " if timestamps else ""
-        if label_sources and seg.source:
-            prefix += f"{seg.source}: "
+        if seg.speaker:
+            label = _speaker_label(seg, names)
+            if label != shown_last:
+                prefix += f"{label}: "
+            shown_last = label
+        else:
+            if label_sources and seg.source:
+                prefix += f"{seg.source}: "
+            shown_last = seg.source
         lines.append(prefix + " ".join(seg.text.split()))
     return "".join(line + "\n" for line in lines)
 
@@ -104,7 +137,10 @@ def format_srt(transcript: Transcript | Iterable[Segment], *, mask: Mask = None,
         transcript: a ``Transcript`` or segments.
         mask: applied to each segment's text (see the module docstring).
         **cue_options: passed to ``cues.make_cues`` (label_sources, max_lines, ...).
+
+    A cue that starts a run of one speaker begins with ``"Speaker 2: "`` (the display name).
     """
+    cue_options.setdefault("names", _names(transcript))
     cues = make_cues(_segments(transcript, mask), **cue_options)
     subtitles = [
         srt.Subtitle(
@@ -122,6 +158,16 @@ def _vtt_text(line: str) -> str:
     return line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _vtt_lines(cue: Cue) -> list[str]:
+    """The cue's lines escaped; a cue with a speaker wrapped in ``<v Name>...</v>`` (WebVTT
+    voice span: the annotation is escaped as cue text, so a ``>`` in a name cannot end the tag)."""
+    lines = [_vtt_text(x) for x in cue.lines]
+    if cue.speaker and lines:
+        lines[0] = f"<v {_vtt_text(cue.speaker)}>{lines[0]}"
+        lines[-1] += "</v>"
+    return lines
+
+
 def _vtt_time(ms: int) -> str:
     hours, rest = divmod(ms, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
@@ -136,10 +182,15 @@ def format_vtt(transcript: Transcript | Iterable[Segment], *, mask: Mask = None,
         transcript: a ``Transcript`` or segments.
         mask: applied to each segment's text (see the module docstring).
         **cue_options: passed to ``cues.make_cues``.
+
+    Every cue of an attributed segment is one voice span, ``<v Speaker 2>text</v>``
+    (``webvtt.Caption.voice`` reads the name back; it writes no spans itself).
     """
+    cue_options.setdefault("names", _names(transcript))
+    cue_options.setdefault("voices", True)
     cues: list[Cue] = make_cues(_segments(transcript, mask), **cue_options)
     captions = [
-        webvtt.Caption(start=_vtt_time(c.start_ms), end=_vtt_time(c.end_ms), text=[_vtt_text(x) for x in c.lines])
+        webvtt.Caption(start=_vtt_time(c.start_ms), end=_vtt_time(c.end_ms), text=_vtt_lines(c))
         for c in cues
     ]
     return webvtt.WebVTT(captions=captions).content
@@ -153,8 +204,15 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
     (s), "kind", "probability"}`` (semantic-VAD end-of-turn probability, 1.0 when the
     backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped. ``mask`` is
     applied to each segment's text; a masked file says so (``metadata["masked"]`` true).
+
+    When any segment is attributed, every segment also has ``"speaker"`` (its display
+    label: the speaker's name, else its id, else the source label) and ``"speaker_id"``
+    (``""`` when not attributed), and the document lists ``"speakers"``: ``[{"id", "name"}]``
+    in order of first appearance (``name`` is the id when the user gave none).
     """
     segs = _segments(transcript, mask)
+    names = _names(transcript)
+    attributed = any(s.speaker for s in segs)
     metadata: dict[str, Any] = {}
     turns: list[dict[str, Any]] = []
     if isinstance(transcript, Transcript):
@@ -171,9 +229,12 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
         "version": JSON_VERSION,
         "metadata": metadata,
         "sources": list(dict.fromkeys(s.source for s in segs)),
-        "segments": [s.to_dict() for s in segs],
-        "turns": turns,
     }
+    if attributed:
+        ids = dict.fromkeys(s.speaker for s in segs if s.speaker)
+        doc["speakers"] = [{"id": i, "name": names.get(i, i)} for i in ids]
+    doc["segments"] = [s.to_dict(_speaker_label(s, names) if attributed else None) for s in segs]
+    doc["turns"] = turns
     return json.dumps(doc, ensure_ascii=False, indent=indent, default=str) + "\n"
 
 

@@ -101,7 +101,7 @@ class CaptionerApp:
     def open_settings(self) -> None:
         """Open the (non-blocking) settings dialog."""
         dialog = SettingsDialog(self.settings, self.window, shortcut_status=self.window.shortcuts.status(),
-                                caption_page=self.caption_page)
+                                caption_page=self.caption_page, speakers=self.window.speaker_labels)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.applied.connect(self.overlay.apply_settings)
         dialog.applied.connect(self.window.apply_shortcuts)

@@ -18,6 +18,13 @@ rewriting themselves"):
 * A :class:`~captioner.events.VoiceActivity` updates the source's speaking state;
   :attr:`CaptionModel.indicator` summarises every source for the live indicator dot
   (speaking beats pause beats turn over beats idle).
+* Who is speaking (issue 38): a final delta's ``speaker`` id names the line's voice. A final
+  delta of another speaker than the open line's starts a new line (a line never holds two
+  voices). With :attr:`CaptionModel.speaker_labels` ``"change"`` (the default) an attributed
+  line starts with ``"Speaker 2: "`` (the name :attr:`CaptionModel.speaker_name` gives, after a
+  rename) only when its speaker differs from the previous line's; ``"every"`` labels every
+  attributed line; ``"off"`` shows the source label as before. A line opened by a partial
+  takes its source's last speaker until its first final text says who it is.
 * Only the newest lines are kept (``history`` closed lines plus every open line);
   the view shows as many of them as fit its line limit.
 * With a ``mask`` (the profanity filter), ``final`` and ``partial`` hold the masked text
@@ -37,6 +44,8 @@ from captioner.events import Event, TextDelta, TurnBoundary, VoiceActivity
 
 #: Indicator states, strongest first (the dot shows the strongest of all sources).
 INDICATOR_STATES = ("speaking", "pause", "turn_over", "idle")
+#: :attr:`CaptionModel.speaker_labels` values: never, at a change of speaker, on every line.
+SPEAKER_LABEL_MODES = ("off", "change", "every")
 
 
 @dataclass
@@ -57,6 +66,10 @@ class CaptionLine:
         serial: increasing id, so views can tell lines apart.
         raw_final, raw_partial: ``final``/``partial`` as the backend wrote them (the same
             unless the model has a mask).
+        speaker: speaker id of the line's text ("Speaker 2"; ``""``: not attributed), a guess
+            (the source's last speaker) until its first final text.
+        before: who the line before it was said by (``speaker`` or ``"\0" + source``; ``None``:
+            nobody), for the "at a change" label.
     """
 
     source: str
@@ -70,6 +83,13 @@ class CaptionLine:
     serial: int = 0
     raw_final: str = ""
     raw_partial: str = ""
+    speaker: str = ""
+    before: str | None = None
+
+    @property
+    def who(self) -> str:
+        """Who said the line: its speaker id, else ``"\0" + source`` (never equal to an id)."""
+        return self.speaker or "\0" + self.source
 
     @property
     def shown_label(self) -> str:
@@ -98,6 +118,9 @@ class CaptionModel:
         on_close: called with each line when a turn boundary closes it.
         mask: length-preserving ``str -> str`` applied to what is shown (the profanity
             filter), or None; change it with :meth:`set_mask`.
+        speaker_labels: one of :data:`SPEAKER_LABEL_MODES` (see the module docstring).
+        speaker_name: speaker id -> the name shown (the run's ``Transcript.speaker_name``);
+            None shows the ids. Call :meth:`relabel` after a rename.
 
     Attributes:
         lines: kept lines, oldest first.
@@ -108,11 +131,15 @@ class CaptionModel:
     show_labels: bool = True
     on_close: Callable[[CaptionLine], None] | None = None
     mask: Callable[[str], str] | None = None
+    speaker_labels: str = "change"
+    speaker_name: Callable[[str], str] | None = None
     lines: list[CaptionLine] = field(default_factory=list)
     revision: int = 0
     activity: dict[str, VoiceActivity] = field(default_factory=dict)
     _open: dict[str, CaptionLine] = field(default_factory=dict, repr=False)
     _serial: int = field(default=0, repr=False)
+    _last_speaker: dict[str, str] = field(default_factory=dict, repr=False)  # source -> last speaker id
+    _dropped_who: str | None = field(default=None, repr=False)  # who said the newest line pruned
 
     def apply(self, event: Event) -> bool:
         """Update the lines for one event.
@@ -163,6 +190,12 @@ class CaptionModel:
             self._show(line)
         self.revision += 1
 
+    def relabel(self) -> None:
+        """Label every kept line again (a speaker was renamed, or the label settings changed)."""
+        for line in self.lines:
+            line.label = self._label(line)
+        self.revision += 1
+
     def set_history(self, history: int) -> None:
         """Keep at most ``history`` closed lines (>= 1)."""
         self.history = max(1, int(history))
@@ -174,6 +207,8 @@ class CaptionModel:
         self.lines.clear()
         self._open.clear()
         self.activity.clear()
+        self._last_speaker.clear()
+        self._dropped_who = None
         self.revision += 1
 
     def close_all(self) -> None:
@@ -223,10 +258,21 @@ class CaptionModel:
         cut = len(line.raw_final)
         line.final, line.partial = shown[:cut], shown[cut:]
 
-    def _new_line(self, source: str, start: float) -> CaptionLine:
+    def _label(self, line: CaptionLine) -> str:
+        """The prefix of ``line``: its speaker's name (by :attr:`speaker_labels`), else its source."""
+        if line.speaker and self.speaker_labels in ("change", "every"):
+            if self.speaker_labels == "every" or line.before != line.who:
+                name = self.speaker_name(line.speaker) if self.speaker_name is not None else ""
+                return f"{name or line.speaker}: "
+            return ""
+        return f"{line.source}: " if self.show_labels and line.source else ""
+
+    def _new_line(self, source: str, start: float, speaker: str | None = None) -> CaptionLine:
         self._serial += 1
-        label = f"{source}: " if self.show_labels and source else ""
-        line = CaptionLine(source=source, label=label, start=start, end=start, serial=self._serial)
+        line = CaptionLine(source=source, start=start, end=start, serial=self._serial,
+                           speaker=self._last_speaker.get(source, "") if speaker is None else speaker,
+                           before=self.lines[-1].who if self.lines else self._dropped_who)
+        line.label = self._label(line)
         self.lines.append(line)
         self._open[source] = line
         return line
@@ -240,8 +286,20 @@ class CaptionModel:
                     self._show(line)
                     return True
                 return False
+            speaker = ev.speaker if isinstance(ev.speaker, str) else ""
+            if (line is not None and speaker and speaker != line.speaker and line.raw_final.strip()
+                    and ev.text.strip() and self.speaker_labels != "off"):
+                line.raw_partial = ""  # another voice: its words start a line of their own
+                self._show(line)
+                self._close(line)
+                line = None
             if line is None:
-                line = self._new_line(ev.source, ev.start)
+                line = self._new_line(ev.source, ev.start, speaker)
+            elif not line.raw_final and ev.text.strip() and line.speaker != speaker:
+                line.speaker = speaker  # the first final text says who the line is
+                line.label = self._label(line)
+            if speaker:
+                self._last_speaker[ev.source] = speaker
             text = ev.text.lstrip() if not line.raw_final else ev.text
             line.raw_final += text
             line.raw_partial = ""
@@ -302,5 +360,6 @@ class CaptionModel:
         closed = [ln for ln in self.lines if ln.closed]
         excess = len(closed) - self.history
         if excess > 0:
+            self._dropped_who = closed[excess - 1].who
             drop = set(id(ln) for ln in closed[:excess])
             self.lines = [ln for ln in self.lines if id(ln) not in drop]

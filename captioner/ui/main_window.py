@@ -37,15 +37,17 @@ from captioner.ui.global_shortcuts import GlobalShortcuts
 from captioner.ui.messages import CAPTURE_STATE_CODES, MessageBar, gap_line, notice_row_code
 from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
+from captioner.ui.overlay_keys import key_mode_action
 from captioner.ui.qt_helpers import format_time, standard_keys  # noqa: F401 - format_time for scripts
 from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
 from captioner.ui.run_bar import RunBar
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
 from captioner.ui.settings import (Keys, Settings, hotword_backend_options, profanity_filter, turn_backend_options,
-                                   turn_settings)
+                                   speaker_options, turn_settings)
 from captioner.ui.shortcuts import ShortcutBinder
 from captioner.ui.source_panel import SourcePanel
+from captioner.ui.speaker_labels import SpeakerLabels
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
 from captioner.ui.unsaved_dialog import ask_unsaved
 
@@ -91,6 +93,7 @@ class MainWindow(QMainWindow):
     Attributes:
         sources, model_panel, run_bar, transcript_view, save_panel, messages: the panels.
         session: the :class:`SessionModel` (what is unsaved; saving).
+        speaker_labels: the :class:`~captioner.ui.speaker_labels.SpeakerLabels` (renaming speakers).
         shortcuts: the :class:`~captioner.ui.shortcuts.ShortcutBinder` of Start/Stop, overlay
             and click-through (in the app and desktop-wide).
 
@@ -167,6 +170,8 @@ class MainWindow(QMainWindow):
         self.start_button = self.run_bar.start_button
         self.transcript_view = TranscriptView()
         self.save_panel = SavePanel(self.settings)
+        #: who is speaking: renames from the pane (double-click, F2) and Settings (issue 38)
+        self.speaker_labels = SpeakerLabels(self.transcript_view, self.session, self.overlay, parent=self)
 
         top = QWidget()
         tl = QVBoxLayout(top)
@@ -197,6 +202,7 @@ class MainWindow(QMainWindow):
         self.save_action = QAction("Save transcript as…", self)
         self.save_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Save, "Ctrl+S"))
         self.settings_action = QAction("Settings…", self)
+        self.settings_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Preferences, "Ctrl+,"))
         self.quit_action = QAction("Quit", self)
         self.quit_action.setShortcuts(standard_keys(QKeySequence.StandardKey.Quit, "Ctrl+Q"))
         for a in (self.start_action, self.overlay_action, self.click_through_action):
@@ -211,11 +217,17 @@ class MainWindow(QMainWindow):
         view.addAction(self.start_action)
         view.addAction(self.overlay_action)
         view.addAction(self.click_through_action)
+        # the overlay never takes focus: arrows move/resize it in this key mode (issue 39)
+        self.move_overlay_action, self.overlay_keys = key_mode_action(
+            self, self.overlay, lambda text: self.messages.show_message(text, "info", "overlay_keys") if text
+            else self.messages.clear("overlay_keys"))
+        view.addAction(self.move_overlay_action)
+        self.transcript_view.announcer.enabled = lambda: self.settings.get(Keys.ANNOUNCE_LINES)
         self.shortcuts = ShortcutBinder(
             self.settings,
             {"start_stop": self.start_action, "toggle_overlay": self.overlay_action,
              "toggle_click_through": self.click_through_action},
-            [self.save_action, self.quit_action], self.messages, self._global_shortcuts, parent=self)
+            [self.save_action, self.quit_action, self.settings_action, self.move_overlay_action], self.messages, self._global_shortcuts, parent=self)
         # resizable: a sensible minimum, a default size that fits the screen; the transcript
         # pane keeps a minimum height so messages never squeeze it away
         self.setMinimumSize(*MIN_WINDOW)
@@ -321,7 +333,8 @@ class MainWindow(QMainWindow):
         fields = self.model_panel.config_fields()
         fields["options"] = (tuple(fields.get("options", ())) + turn_backend_options(self.settings, fields["backend"])
                              + hotword_backend_options(self.settings, fields["backend"]))
-        return EngineConfig(sources=tuple(self.sources.specs()), **fields, turns=turn_settings(self.settings))
+        return EngineConfig(sources=tuple(self.sources.specs()), **fields, turns=turn_settings(self.settings),
+                            speakers=speaker_options(self.settings))
 
     def toggle_running(self) -> None:
         """Start when idle, otherwise stop (or cancel a model load)."""
@@ -343,7 +356,11 @@ class MainWindow(QMainWindow):
         self.session.begin_run(config.backend, [s.label for s in config.sources], self.save_panel.autosave_dir())
         self.overlay.clear()
         emit(self.run_starting)
+        # a file source named after its file starts no line with that name (read before every line)
+        self.transcript_view.prefixes = {spec.label: "" for spec in config.sources
+                                         if spec.kind == "file" and not self.settings.get(Keys.FILE_LABEL).strip()}
         self.transcript_view.begin_run()
+        self.speaker_labels.begin_run(self.recorder.transcript)  # its speakers' names, in the pane and overlay
         self._stats.clear()
         self._run_backend = config.backend
         self._meters = {spec.label: self.sources.meter_for(spec.kind) for spec in config.sources}
@@ -571,7 +588,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001
             self.messages.show_message(f"The journal could not be read: {exc}", "error", "recovery")
             return
-        self.transcript_view.add_recovered(transcript.segments)
+        self.transcript_view.add_recovered(transcript.segments, transcript.speaker_name)
         self.messages.show_message("The previous session was recovered. Use Save as… to keep it.", "info", "recovered")
 
     # -- closing -------------------------------------------------------------------------------

@@ -126,6 +126,8 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
         self.max_lines = int(get(Keys.OVERLAY_LINES))
         self.model.set_history(MAX_LINES)  # kept for the most lines a taller overlay can show
         self.model.show_labels = bool(get(Keys.OVERLAY_SOURCE_LABELS))
+        self.model.speaker_labels = str(get(Keys.OVERLAY_SPEAKER_LABELS))  # issue 38: off / change / every
+        self.model.relabel()
         font = QFont(get(Keys.OVERLAY_FONT_FAMILY)) if get(Keys.OVERLAY_FONT_FAMILY) else QFont()
         font.setPointSize(int(get(Keys.OVERLAY_FONT_SIZE)))
         font.setStyleStrategy(QFont.StyleStrategy.PreferAntialias)
@@ -176,6 +178,18 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
         """Feed one caption event (text delta, turn boundary, voice activity); repaints when needed."""
         if self.model.apply(event):
             self.update()
+
+    def set_speaker_names(self, name_of) -> None:
+        """Show speakers by ``name_of(speaker id) -> name`` (the run's ``Transcript.speaker_name``;
+        None: the ids); call it again, or :meth:`relabel`, after a rename: every kept line
+        is labelled again, so a rename shows at once."""
+        self.model.speaker_name = name_of
+        self.relabel()
+
+    def relabel(self) -> None:
+        """Label the shown lines again (a speaker was renamed) and repaint."""
+        self.model.relabel()
+        self.update()
 
     def clear(self) -> None:
         """Remove every caption (new run)."""

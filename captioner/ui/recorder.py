@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -177,7 +178,7 @@ class TranscriptRecorder(QObject):
             return
         self._wait_writer()
         self._on_written(self.autosave_path, self._generation, self._write(
-            self.transcript.segments, self.autosave_path, self.mask))
+            self._named_segments(), self.autosave_path, self.mask))
 
     def write_autosave_later(self) -> None:
         """Rewrite the autosave TXT on the writer thread (the timer's write); returns at once.
@@ -186,13 +187,23 @@ class TranscriptRecorder(QObject):
         on this thread once the file is on disk."""
         if self.autosave_path is None:
             return
-        job = (self.transcript.segments, self.autosave_path, self.mask, self._generation)
+        job = (self._named_segments(), self.autosave_path, self.mask, self._generation)
         with self._cond:
             self._queued = job  # an older snapshot still waiting is replaced
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._writer_loop, name="captioner-autosave", daemon=True)
                 self._writer.start()
             self._cond.notify_all()
+
+    def _named_segments(self) -> list:
+        """The transcript's segments for the autosave TXT, each speaker id replaced by the name the
+        user gave it (issue 38; the writer shows a segment's speaker as it finds it)."""
+        segments = self.transcript.segments
+        names = getattr(self.transcript, "speaker_names", None)
+        if not names:
+            return segments
+        return [replace(seg, speaker=names.get(seg.speaker, seg.speaker)) if seg.speaker else seg
+                for seg in segments]
 
     def _writer_loop(self) -> None:
         while True:

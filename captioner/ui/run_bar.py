@@ -7,12 +7,16 @@ numbers in its tooltip, and is cleared when the run stops.
 
 A label's text is what a screen reader announces when it changes, so the health label
 changes only when it matters (:class:`HealthHysteresis`): a backlog wandering round 1 s
-flapped "keeping up" / "1 s behind" 12 times in 39 s (issue 22).
+flapped "keeping up" / "1 s behind" 12 times in 39 s (issue 22). The status line shows each
+change at once but is read out at most once a second (:class:`~captioner.ui.accessibility.StatusAnnouncer`,
+issue 39: Start changed it four times in 1.6 s).
 """
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+
+from captioner.ui.accessibility import StatusAnnouncer
 
 #: Start button text per engine state.
 BUTTON_TEXT = {"idle": "Start", "loading": "Cancel", "stopping": "Stopping…"}
@@ -84,11 +88,14 @@ class RunBar(QWidget):
         self.start_button = QPushButton("Start")
         self.start_button.setDefault(True)
         self.start_button.setMinimumWidth(110)
+        self.start_button.setAccessibleDescription("Start captioning with the chosen sources and model, or stop")
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
         self.progress.setMaximumWidth(160)
         self.progress.setVisible(False)
+        self.progress.setAccessibleName("Busy")
         self.status_label = QLabel("Ready")
+        self.status = StatusAnnouncer(self.status_label)
         self.stats_label = QLabel("")
         self.stats_label.setObjectName("stats")
         self._health = HealthHysteresis()
@@ -103,8 +110,8 @@ class RunBar(QWidget):
         self.start_button.setEnabled(state != "stopping")
 
     def set_status(self, text: str) -> None:
-        """Say what the app is doing."""
-        self.status_label.setText(text)
+        """Say what the app is doing (on screen now; read out at most once a second)."""
+        self.status.set_text(text)
 
     def set_busy(self, busy: bool) -> None:
         """Show or hide the busy indicator."""

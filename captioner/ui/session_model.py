@@ -58,17 +58,27 @@ def combine(transcripts: list[Transcript], gap_s: float = RUN_GAP_S) -> Transcri
     The segments are replayed through :class:`Transcript` (so sentence/length splits and
     turn ends come out as they were), shifted by the time the runs before took plus
     ``gap_s``; turn boundaries are shifted alike. ``metadata["runs"]`` keeps each run's
-    metadata.
+    metadata. Speakers keep their ids and each run's names (issue 38); a run whose speaker
+    id is shown under another name than an earlier run's same id gets ``"<id> (run N)"``, so
+    each speaker is saved under the name the pane showed.
     """
     merged = Transcript({"runs": [dict(t.metadata) for t in transcripts]})
     turns: list[TurnBoundary] = []
     offset = 0.0
-    for t in transcripts:
+    for number, t in enumerate(transcripts, 1):
         segments = t.segments
         if not segments:
             continue
+        ids: dict[str, str] = {}  # this run's speaker id -> its id in the merged transcript
+        for speaker in {seg.speaker for seg in segments if seg.speaker}:
+            name = t.speaker_name(speaker)
+            same = speaker not in merged.speakers and speaker not in merged.speaker_names or \
+                merged.speaker_name(speaker) == name
+            ids[speaker] = speaker if same else f"{speaker} (run {number})"
+            merged.rename_speaker(ids[speaker], name)
         for seg in segments:
-            closed = merged.add(TextDelta(seg.text, seg.start + offset, seg.end + offset, True, seg.source))
+            closed = merged.add(TextDelta(seg.text, seg.start + offset, seg.end + offset, True, seg.source,
+                                          speaker=ids.get(seg.speaker, "")))
             if seg.turn_end or not closed:
                 merged.add(TurnBoundary(seg.end + offset, seg.boundary or "end_of_stream", 1.0, seg.source))
         turns.extend(TurnBoundary(b.time + offset, b.kind, b.probability, b.source) for b in t.turns)
@@ -155,6 +165,34 @@ class SessionModel(QObject):
             self.recorder.mark_handled(path, "recovered")
         emit(self.changed)
         return transcript
+
+    def rename_speaker(self, transcript: Transcript, speaker_id: str, name: str) -> str:
+        """Name a speaker of the run whose transcript is ``transcript`` (issue 38): the current
+        run's rename goes through its live transcript, so the journal records it; the run
+        becomes unsaved (Save writes the new name).
+
+        Returns:
+            The name now shown for the speaker (its id when ``name`` is empty).
+        """
+        live = self.recorder.live
+        if live is not None and live.transcript is transcript:
+            problem = live.rename_speaker(speaker_id, name)
+            if problem is not None:
+                emit(self.recorder.notice, problem)
+        else:
+            transcript.rename_speaker(speaker_id, name)
+        for run in self.runs:
+            if run.transcript is transcript and run.has_text:
+                run.dirty = True
+        if live is not None and live.transcript is transcript and self.recorder.autosave_path is not None:
+            self.recorder.write_autosave_later()  # the autosaved copy gets the name too
+        emit(self.changed)
+        return transcript.speaker_name(speaker_id)
+
+    def speakers(self) -> list[tuple[Transcript, str]]:
+        """``(transcript, speaker id)`` of every speaker heard in the runs shown, run by run (the
+        current run last), in order of first appearance, for Settings' rename list."""
+        return [(r.transcript, speaker) for r in self.runs for speaker in r.transcript.speakers]
 
     def discard_recovered(self) -> None:
         """The user threw the unsaved recovered text away (quit with Discard): don't offer it again."""

@@ -166,6 +166,9 @@ class Keys:
     OVERLAY_CLICK_THROUGH = Key("overlay/click_through", bool, False,
                                 doc="Mouse clicks pass through the overlay to the window below")
     OVERLAY_SOURCE_LABELS = Key("overlay/source_labels", bool, True, doc='Start each turn with its source, e.g. "Meeting:"')
+    OVERLAY_SPEAKER_LABELS = Key("overlay/speaker_labels", str, "change", ("off", "change", "every"),
+                                 doc='Show the speaker ("Speaker 2:") before a line: never, at a change of '
+                                     "speaker, or on every line")
     #: Per-screen geometry is stored under ``overlay/geometry/<screen key>`` -- see :func:`overlay_geometry_key`.
     OVERLAY_GEOMETRY_PREFIX = "overlay/geometry"
     OVERLAY_LAST_SCREEN = Key("overlay/last_screen", str, "", doc="Screen the overlay was last placed on")
@@ -179,6 +182,15 @@ class Keys:
                          doc='Mask offensive words ("f***") in the overlay, the transcript pane and saved files')
     PROFANITY_EXTRA = Key("transcript/profanity_extra", list, [], doc="More words or phrases to mask")
     PROFANITY_ALLOWED = Key("transcript/profanity_allowed", list, [], doc="Listed words never to mask")
+    ANNOUNCE_LINES = Key("transcript/announce_lines", bool, True,
+                         doc="Announce finished lines to screen readers (politely, speaker first; never partial text)")
+
+    # -- speakers (issue 38; captioner.speakers) -------------------------------------------
+    SPEAKER_MODE = Key("speakers/mode", str, "auto", ("auto", "off", "max"),
+                       doc="Label who is speaking in system audio and files: automatically, off, or with "
+                           "at most a number of speakers (the microphone is always its own label)")
+    SPEAKER_MAX = Key("speakers/max_speakers", int, 4, minimum=1, maximum=20,
+                      doc="The most speakers to tell apart when the speaker labels have a limit (1-20)")
 
     # -- shortcuts (QKeySequence portable text) ---------------------------------------------
     SHORTCUT_START_STOP = Key("shortcuts/start_stop", str, "Ctrl+Shift+S", doc="Start or stop captioning")
@@ -262,6 +274,17 @@ def hotword_backend_options(settings: "Settings", backend: str) -> tuple[tuple[s
     if backend not in ("default", "remote") or not words:
         return ()
     return (("hotwords", words), ("hotword_boost", settings.get(Keys.HOTWORD_BOOST)))
+
+
+def speaker_options(settings: "Settings"):
+    """The :class:`~captioner.speakers.options.SpeakerOptions` the user chose (Settings ->
+    Speaker labels): ``AUTO``, ``OFF`` or at most :data:`Keys.SPEAKER_MAX` speakers."""
+    from captioner.speakers.options import AUTO, OFF, SpeakerOptions  # pure Python, no model
+
+    mode = settings.get(Keys.SPEAKER_MODE)
+    if mode == "off":
+        return OFF
+    return SpeakerOptions(True, settings.get(Keys.SPEAKER_MAX)) if mode == "max" else AUTO
 
 
 def profanity_filter(settings: "Settings"):

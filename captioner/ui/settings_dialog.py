@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QColorDialog,
+    QComboBox,
     QDialog,
     QDoubleSpinBox,
     QDialogButtonBox,
@@ -26,10 +27,13 @@ from captioner.asr.hotword_list import HotwordError, check_hotwords, default_mod
 from captioner.engine.qt_emit import emit
 from captioner.transcript.profanity import normalise_words
 from captioner.ui.caption_page import CaptionPageBox
+from captioner.ui.colour_presets import CUSTOM, PRESETS, matching_preset, preset_named
 from captioner.ui.global_shortcuts.keys import ComboError, check_global, parse
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
+from captioner.ui.overlay_keys import MOVE_SHORTCUT
 from captioner.ui.qt_helpers import add_slider_row, standard_keys
 from captioner.ui.settings import Keys, Settings
+from captioner.ui.speaker_settings import SpeakerSettingsBox
 
 
 
@@ -41,9 +45,11 @@ def fixed_shortcuts() -> dict[str, str]:
     """
     fixed = {}
     for name, key, fallback in (("Save transcript as…", QKeySequence.StandardKey.Save, "Ctrl+S"),
-                                ("Quit", QKeySequence.StandardKey.Quit, "Ctrl+Q")):
+                                ("Quit", QKeySequence.StandardKey.Quit, "Ctrl+Q"),
+                                ("Settings…", QKeySequence.StandardKey.Preferences, "Ctrl+,")):
         for seq in standard_keys(key, fallback):
             fixed.setdefault(seq.toString(), name)
+    fixed.setdefault(QKeySequence(MOVE_SHORTCUT).toString(), "Move or resize overlay with keys")
     return fixed
 
 
@@ -54,10 +60,15 @@ def readable_text_colour(background: QColor) -> str:
 
 
 class ColorButton(QPushButton):
-    """A button showing a colour; clicking opens a colour picker."""
+    """A button showing a colour; clicking opens a colour picker.
 
-    def __init__(self, colour: str) -> None:
+    Its accessible name is ``name`` (its text is the colour's code, no name); the style sheet
+    that paints it keeps a visible focus ring (issue 39: focus always visible)."""
+
+    def __init__(self, colour: str, name: str = "") -> None:
         super().__init__()
+        if name:
+            self.setAccessibleName(name)
         self.set_colour(colour)
         self.clicked.connect(self._pick)
 
@@ -66,7 +77,10 @@ class ColorButton(QPushButton):
         self.colour = QColor(colour).name()
         self.text_colour = readable_text_colour(QColor(self.colour))
         self.setText(self.colour)
-        self.setStyleSheet(f"background: {self.colour}; color: {self.text_colour}")
+        self.setAccessibleDescription(f"colour {self.colour}; press to choose another")
+        self.setStyleSheet(f"QPushButton {{ background: {self.colour}; color: {self.text_colour}; padding: 4px; "
+                           f"border: 1px solid palette(mid) }} QPushButton:focus {{ border: 3px solid "
+                           f"{'#1e64c8' if self.text_colour == '#000000' else '#ffbf00'} }}")
 
     def _pick(self) -> None:
         chosen = QColorDialog.getColor(QColor(self.colour), self, "Choose a colour")
@@ -80,6 +94,8 @@ class SettingsDialog(QDialog):
     Args:
         settings: the typed settings; written when the user presses OK or Apply.
         shortcut_status: where the shortcuts work (desktop-wide, and by which mechanism).
+        speakers: the main window's :class:`~captioner.ui.speaker_labels.SpeakerLabels`, for the
+            rename list of the "Speakers" section (None: no list).
 
     Signals:
         applied(): the settings were written (views re-read them).
@@ -87,7 +103,8 @@ class SettingsDialog(QDialog):
 
     applied = Signal()
 
-    def __init__(self, settings: Settings, parent=None, shortcut_status: str = "", caption_page=None) -> None:
+    def __init__(self, settings: Settings, parent=None, shortcut_status: str = "", caption_page=None,
+                 speakers=None) -> None:
         super().__init__(parent)
         self.settings = settings
         self.setWindowTitle("captioner settings")
@@ -103,27 +120,45 @@ class SettingsDialog(QDialog):
         if s.get(Keys.OVERLAY_FONT_FAMILY):
             self.font_family.setCurrentFont(QFont(s.get(Keys.OVERLAY_FONT_FAMILY)))
         form.addRow("Font:", self.font_family)
+        self.font_family.lineEdit().setAccessibleName("Font")  # the focus is in its text field
         self.font_size = QSpinBox()
         self.font_size.setRange(int(Keys.OVERLAY_FONT_SIZE.minimum), int(Keys.OVERLAY_FONT_SIZE.maximum))
         self.font_size.setValue(s.get(Keys.OVERLAY_FONT_SIZE))
         self.font_size.setSuffix(" pt")
         form.addRow("Font size:", self.font_size)
-        self.text_color = ColorButton(s.get(Keys.OVERLAY_TEXT_COLOR))
+        self.preset = QComboBox()
+        self.preset.addItems([p.name for p in PRESETS] + [CUSTOM])
+        self.preset.setAccessibleDescription("Sets the three colours below; each preset reaches at least 4.5:1 "
+                                             "contrast, High contrast 7:1 and an opaque background")
+        form.addRow("Colour &preset:", self.preset)
+        self.text_color = ColorButton(s.get(Keys.OVERLAY_TEXT_COLOR), "Text colour")
         form.addRow("Text colour:", self.text_color)
-        self.partial_color = ColorButton(s.get(Keys.OVERLAY_PARTIAL_COLOR))
+        self.partial_color = ColorButton(s.get(Keys.OVERLAY_PARTIAL_COLOR), "Unstable text colour")
         form.addRow("Unstable text colour:", self.partial_color)
-        self.background_color = ColorButton(s.get(Keys.OVERLAY_BACKGROUND_COLOR))
+        self.background_color = ColorButton(s.get(Keys.OVERLAY_BACKGROUND_COLOR), "Background colour")
         form.addRow("Background colour:", self.background_color)
+        self.preset.setCurrentText(matching_preset(self.text_color.colour, self.partial_color.colour,
+                                                   self.background_color.colour))
+        self.preset.activated.connect(lambda _i: self._apply_preset(self.preset.currentText()))
+        for button in (self.text_color, self.partial_color, self.background_color):
+            button.clicked.connect(lambda: self.preset.setCurrentText(matching_preset(
+                self.text_color.colour, self.partial_color.colour, self.background_color.colour)))
         self.opacity = QSlider(Qt.Orientation.Horizontal)
         self.opacity.setRange(0, 100)
         self.opacity.setValue(round(100 * s.get(Keys.OVERLAY_OPACITY)))
         self.opacity_value = add_slider_row(form, "Background opacity:", self.opacity, lambda v: f"{v} %")
+        self.opacity.setAccessibleName("Background opacity (percent)")
         self.source_labels = QCheckBox('Start each turn with its source ("Meeting:")')
         self.source_labels.setChecked(s.get(Keys.OVERLAY_SOURCE_LABELS))
         form.addRow(self.source_labels)
         self.click_through = QCheckBox("Clicks pass through the overlay")
         self.click_through.setChecked(s.get(Keys.OVERLAY_CLICK_THROUGH))
         form.addRow(self.click_through)
+        self.announce_lines = QCheckBox("Announce finished lines to screen readers")
+        self.announce_lines.setChecked(s.get(Keys.ANNOUNCE_LINES))
+        self.announce_lines.setAccessibleDescription("Each finished caption line is read out once, politely, "
+                                                     "speaker first; text that may still change never is")
+        form.addRow(self.announce_lines)
         self.turn_sensitivity = QSlider(Qt.Orientation.Horizontal)
         self.turn_sensitivity.setRange(round(100 * Keys.TURN_SENSITIVITY.minimum),
                                        round(100 * Keys.TURN_SENSITIVITY.maximum))
@@ -131,6 +166,8 @@ class SettingsDialog(QDialog):
         self.turn_sensitivity.setToolTip(Keys.TURN_SENSITIVITY.doc)
         self.turn_sensitivity_value = add_slider_row(form, "Turn sensitivity:", self.turn_sensitivity,
                                                      lambda v: f"{v / 100:.2f}")
+        self.turn_sensitivity.setAccessibleName("Turn sensitivity (hundredths)")
+        self.turn_sensitivity.setAccessibleDescription(Keys.TURN_SENSITIVITY.doc)
         self.turn_silence = QDoubleSpinBox()
         self.turn_silence.setRange(Keys.TURN_SILENCE_S.minimum, Keys.TURN_SILENCE_S.maximum)
         self.turn_silence.setSingleStep(0.5)
@@ -182,8 +219,11 @@ class SettingsDialog(QDialog):
         #: shortcut field -> the action's name, as the form shows it
         self.shortcut_names = {self.shortcut_start: "Start/Stop", self.shortcut_overlay: "Show/hide overlay",
                                self.shortcut_click: "Toggle click-through"}
-        for edit in self.shortcut_names:
+        for edit, name in self.shortcut_names.items():
             edit.keySequenceChanged.connect(self._check_shortcuts)
+            for field in (edit, *edit.findChildren(QLineEdit)):  # the focus is in its inner text field
+                field.setAccessibleName(f"{name} shortcut")
+                field.setAccessibleDescription("Press the key combination to use")
         if shortcut_status:
             self.shortcut_status = QLabel(shortcut_status)
             self.shortcut_status.setWordWrap(True)
@@ -192,6 +232,9 @@ class SettingsDialog(QDialog):
         root = QVBoxLayout(self)
         root.addLayout(form)
         self.caption_page = CaptionPageBox(settings, caption_page)  # caption_page: the app's CaptionPageService
+        # speakers: the window's SpeakerLabels (issue 38: labels on/off/N, overlay mode, renames)
+        self.speakers = SpeakerSettingsBox(settings, speakers)
+        root.addWidget(self.speakers)
         root.addWidget(self.caption_page)
         self.error_label = QLabel("")
         self.error_label.setWordWrap(True)
@@ -212,6 +255,17 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         root.addWidget(buttons)
+
+    def _apply_preset(self, name: str) -> None:
+        """Fill the colour buttons (and the opacity, for an opaque preset) from preset ``name``."""
+        preset = preset_named(name)
+        if preset is None:
+            return
+        self.text_color.set_colour(preset.text)
+        self.partial_color.set_colour(preset.partial)
+        self.background_color.set_colour(preset.background)
+        if preset.opacity is not None:
+            self.opacity.setValue(round(100 * preset.opacity))
 
     @staticmethod
     def _shortcut_edit(text: str) -> QKeySequenceEdit:
@@ -282,6 +336,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.OVERLAY_OPACITY, self.opacity.value() / 100.0)
         s.set(Keys.OVERLAY_SOURCE_LABELS, self.source_labels.isChecked())
         s.set(Keys.OVERLAY_CLICK_THROUGH, self.click_through.isChecked())
+        s.set(Keys.ANNOUNCE_LINES, self.announce_lines.isChecked())
         s.set(Keys.TURN_SENSITIVITY, self.turn_sensitivity.value() / 100.0)
         s.set(Keys.TURN_SILENCE_S, float(self.turn_silence.value()))
         s.set(Keys.MIC_LABEL, self.mic_label.text().strip() or Keys.MIC_LABEL.default)
@@ -294,6 +349,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.SHORTCUT_TOGGLE_OVERLAY, self.shortcut_overlay.keySequence().toString())
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
         self.caption_page.apply(s)
+        self.speakers.apply(s)
         s.sync()
         emit(self.applied)
         return True

@@ -18,11 +18,19 @@ no files (the session model and :mod:`captioner.transcript` do). With a ``mask``
 profanity filter, :meth:`TranscriptView.set_mask`) it shows text masked; changing the mask
 re-shows every segment line already in the pane (it keeps each line's raw text for that), so
 the pane always agrees with the overlay and what Save as… writes.
+
+For assistive technology (issue 39) the pane is named "Transcript"; each new segment line is
+announced once, politely, label first (:class:`~captioner.ui.accessibility.LineAnnouncer`,
+never a partial); a line's label is its speaker, else its source's label, but never a file's
+name (:attr:`TranscriptView.prefixes` maps a file source's label to ``""``); and the pane's
+accessible description tells the line under the caret with its time in words ("1 minute 5
+seconds"), while the screen keeps ``[1:05]``.
 """
 
 from __future__ import annotations
 
 import html
+from typing import NamedTuple
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QPalette, QTextCursor
@@ -30,6 +38,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.ui.accessibility import LineAnnouncer, spoken_duration
 from captioner.ui.overlay import contrast_ratio
 from captioner.ui.qt_helpers import format_time
 
@@ -43,6 +52,9 @@ MAX_PANE_LINES = 2000
 #: Separator lines.
 NEW_SESSION = "— new session —"
 RECOVERED_SESSION = "— recovered session —"
+#: The pane's accessible description when the caret is on no segment line.
+PANE_DESCRIPTION = ("Finished caption lines, newest last, each announced once as it arrives. A line starts "
+                    "with its time in minutes and seconds, then who spoke.")
 
 
 def partial_colour(text: QColor, background: QColor, minimum: float = 4.5) -> str:
@@ -60,6 +72,13 @@ def partial_colour(text: QColor, background: QColor, minimum: float = 4.5) -> st
 def segment_line(source: str, start: float, text: str) -> str:
     """The pane's line for one segment."""
     return f"[{format_time(start)}] {source + ': ' if source else ''}{text.strip()}"
+
+
+class _Said(NamedTuple):
+    """Who the live line's text of one source is, shaped like a segment for ``line_label``."""
+
+    source: str
+    speaker: str
 
 
 class TranscriptView(QWidget):
@@ -83,6 +102,16 @@ class TranscriptView(QWidget):
         self.editor.setMaximumBlockCount(MAX_PANE_LINES)  # Qt drops the oldest lines first
         # read-only: no undo history (it kept a record of every line and masking ever inserted)
         self.editor.document().setUndoRedoEnabled(False)
+        self.editor.setAccessibleName("Transcript")
+        self.editor.setAccessibleDescription(PANE_DESCRIPTION)
+        self.editor.setTabChangesFocus(True)  # Tab leaves the pane (read-only: no tabs to type), no focus trap
+        self.editor.cursorPositionChanged.connect(self._describe_caret)
+        #: announces each new segment line (its ``enabled`` is the ANNOUNCE_LINES setting)
+        self.announcer = LineAnnouncer(self.editor)
+        #: source label -> the label its lines start with ("" for a file source named after its file)
+        self.prefixes: dict[str, str] = {}
+        #: speaker id -> display name (``Transcript.speaker_name``), or None: the id is shown
+        self.speaker_name = None
         self.live_label = QLabel("")
         self.live_label.setWordWrap(True)
         self.live_label.setTextFormat(Qt.TextFormat.RichText)
@@ -104,6 +133,10 @@ class TranscriptView(QWidget):
         self._segment_blocks: dict[tuple, int] = {}
         #: line number -> (source, start, raw text) of every segment line still in the pane (re-masking)
         self._raw_lines: dict[int, tuple[str, float, str]] = {}
+        #: line number -> (speaker_name of its run, speaker id) of every attributed line still in the
+        #: pane, so a rename relabels exactly that run's lines of that speaker (issue 38)
+        self._line_speakers: dict[int, tuple] = {}
+        self._open_speakers: dict[str, str] = {}  # source -> speaker of its open text (the live line)
         self._separator_pending = False
         self.mask = None
 
@@ -119,9 +152,28 @@ class TranscriptView(QWidget):
     def _shown(self, text: str) -> str:
         return text if self.mask is None else self.mask(text)
 
+    def line_label(self, seg) -> str:
+        """The label a segment's line starts with: its speaker's display name (``seg.speaker`` through
+        :attr:`speaker_name`, when it has one), else its source's label as :attr:`prefixes` maps it
+        (a file's name maps to ``""``)."""
+        speaker = getattr(seg, "speaker", "")
+        if speaker:
+            return (self.speaker_name(speaker) if self.speaker_name is not None else "") or speaker
+        return self.prefixes.get(seg.source, seg.source)
+
+    def _describe_caret(self) -> None:
+        """The pane's accessible description: the line under the caret, its time in words."""
+        line = self.editor.textCursor().blockNumber() + self._dropped()
+        raw = self._raw_lines.get(line)
+        text = PANE_DESCRIPTION if raw is None else (
+            f"Line at {spoken_duration(raw[1])}" + (f", {raw[0]}" if raw[0] else ""))
+        if text != self.editor.accessibleDescription():
+            self.editor.setAccessibleDescription(text)
+
     # -- runs --------------------------------------------------------------------------------
     def begin_run(self) -> None:
         """A new run starts: its first line will come after a "— new session —" separator."""
+        self._open_speakers.clear()
         self._separator_pending = self.editor.document().characterCount() > 1
         self._segment_blocks.clear()
         self._open_text.clear()
@@ -134,13 +186,20 @@ class TranscriptView(QWidget):
         self._open_text.clear()
         self._render_live()
 
-    def add_recovered(self, segments) -> None:
-        """Show a recovered session's segments under a "— recovered session —" line."""
+    def add_recovered(self, segments, speaker_name=None) -> None:
+        """Show a recovered session's segments under a "— recovered session —" line (its speakers
+        by ``speaker_name``, the recovered ``Transcript.speaker_name``; None: the ids)."""
         self.append_line(RECOVERED_SESSION)
-        for seg in segments:
-            if seg.text.strip():
-                block = self.append_line(segment_line(seg.source, seg.start, self._shown(seg.text)))
-                self._raw_lines[block] = (seg.source, seg.start, seg.text)
+        current, self.speaker_name = self.speaker_name, speaker_name
+        try:
+            for seg in segments:
+                if seg.text.strip():
+                    label = self.line_label(seg)
+                    block = self.append_line(segment_line(label, seg.start, self._shown(seg.text)))
+                    self._raw_lines[block] = (label, seg.start, seg.text)
+                    self._note_speaker(block, seg)
+        finally:
+            self.speaker_name = current
 
     # -- events ------------------------------------------------------------------------------
     def apply_event(self, ev: Event) -> None:
@@ -149,6 +208,8 @@ class TranscriptView(QWidget):
             if ev.final:
                 self._open_text[ev.source] = self._open_text.get(ev.source, "") + ev.text
                 self._partials.pop(ev.source, None)
+                if ev.speaker:
+                    self._open_speakers[ev.source] = ev.speaker  # who the open text is (issue 38)
             else:
                 self._partials[ev.source] = ev.text
             self._render_live()
@@ -162,7 +223,8 @@ class TranscriptView(QWidget):
             True when a new line with text was added.
         """
         key = (seg.source, seg.start, seg.text)
-        line = segment_line(seg.source, seg.start, self._shown(seg.text))
+        label = self.line_label(seg)
+        line = segment_line(label, seg.start, self._shown(seg.text))
         block = self._segment_blocks.get(key)
         if block is not None:
             self._replace_line(block, line)
@@ -175,7 +237,9 @@ class TranscriptView(QWidget):
                 self._separator_pending = False
                 self.append_line(NEW_SESSION)
             self._segment_blocks[key] = block = self.append_line(line)
-            self._raw_lines[block] = (seg.source, seg.start, seg.text)
+            self._raw_lines[block] = (label, seg.start, seg.text)
+            self._note_speaker(block, seg)
+            self.announcer.line_finished(label, self._shown(seg.text))  # once: a re-announced segment returned above
             added = True
         self._render_live()
         return added
@@ -193,6 +257,34 @@ class TranscriptView(QWidget):
             self._raw_lines = {n: v for n, v in self._raw_lines.items() if n >= first}
         if self._segment_blocks and next(iter(self._segment_blocks.values())) < first:
             self._segment_blocks = {k: n for k, n in self._segment_blocks.items() if n >= first}
+        if self._line_speakers and next(iter(self._line_speakers)) < first:
+            self._line_speakers = {n: v for n, v in self._line_speakers.items() if n >= first}
+
+    # -- speakers (issue 38) -------------------------------------------------------------------
+    def _note_speaker(self, number: int, seg) -> None:
+        speaker = getattr(seg, "speaker", "")
+        if speaker:
+            self._line_speakers[number] = (self.speaker_name, speaker)
+
+    def speaker_at(self, block_number: int) -> tuple | None:
+        """``(speaker_name, speaker id)`` of the line in block ``block_number`` (``speaker_name``:
+        its run's ``Transcript.speaker_name``, or None), or None for a line without a speaker
+        (a source's line, a separator)."""
+        return self._line_speakers.get(block_number + self._dropped())
+
+    def relabel_speaker(self, speaker_name, speaker: str) -> int:
+        """Show the name ``speaker_name(speaker)`` gives on every line of that run's ``speaker``
+        still in the pane (after a rename: past lines change too). Returns the lines relabelled."""
+        label = (speaker_name(speaker) if speaker_name is not None else "") or speaker
+        changed = 0
+        for number, who in self._line_speakers.items():
+            if who[0] == speaker_name and who[1] == speaker and number in self._raw_lines:
+                _old, start, text = self._raw_lines[number]
+                self._raw_lines[number] = (label, start, text)
+                self._replace_line(number, segment_line(label, start, self._shown(text)))
+                changed += 1
+        self._render_live()  # the open text of that speaker too
+        return changed
 
     def append_line(self, line: str) -> int:
         """Append one line to the pane; returns its line number (counted from the first line ever
@@ -269,7 +361,8 @@ class TranscriptView(QWidget):
             final, partial = final.strip(), partial.strip()
             if not final and not partial:
                 continue
-            label = f"<b>{html.escape(source)}:</b> " if source else ""
+            prefix = self.line_label(_Said(source, self._open_speakers.get(source, "")))
+            label = f"<b>{html.escape(prefix)}:</b> " if prefix else ""
             tail = f" <i style='color:{colour}'>{html.escape(partial)}</i>" if partial else ""
             parts.append(f"{label}{html.escape(final)}{tail}")
         self.live_label.setText("<br>".join(parts))

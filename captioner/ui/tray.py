@@ -36,6 +36,7 @@ class TrayIcon(QObject):
         self.start_action.triggered.connect(window.toggle_running)
         menu.addAction(window.overlay_action)
         menu.addAction(window.click_through_action)
+        menu.addAction(window.move_overlay_action)  # keys only: arrows move the overlay, Shift+arrows resize
         show = menu.addAction("Show main window")
         show.triggered.connect(self._show_window)
         menu.addSeparator()

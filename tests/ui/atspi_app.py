@@ -6,11 +6,15 @@ scripted stream of what ``SECONDS`` s of live captioning send: levels 15 times a
 growing partial twice a second, a final word run every second, a turn boundary every 6.5 s,
 voice activity, and stats whose backlog wanders round 1 s (as the issue measured). It prints
 ``ready``; on ``run`` it presses Start and prints ``fed LINES`` once every finished line is in
-the transcript pane; on ``stop`` it presses Stop and prints ``stopped``; ``quit`` ends it.
+the transcript pane; ``lines`` prints the pane's segment lines (JSON), ``settings`` opens the
+Settings dialog and prints ``settings``; on ``stop`` it presses Stop and prints ``stopped``;
+``focus``, ``focusables`` and ``winid`` tell what has the keyboard (JSON; the window's X id);
+``quit`` ends it.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 import tempfile
@@ -93,6 +97,14 @@ class ScriptedLive:
         return 0.0
 
 
+def widget_name(widget) -> str:
+    """What a screen reader calls ``widget`` (Qt's accessible name; its class when it has none)."""
+    from PySide6.QtGui import QAccessible
+
+    iface = QAccessible.queryAccessibleInterface(widget)
+    return (iface.text(QAccessible.Text.Name) if iface is not None else "") or type(widget).__name__
+
+
 def main(argv: list[str]) -> int:
     seconds = float(argv[1])
     app = QApplication(argv[:1])
@@ -115,6 +127,7 @@ def main(argv: list[str]) -> int:
         return made[-1]
 
     controller = EngineController(EngineWorker(bf, sf, pipeline_factory))
+    dialogs: list = []
     overlay = CaptionOverlay(settings)
     settings.set(Keys.SOURCE_MODE, "file")
     settings.set(Keys.FILE, str(tmp / "talk.wav"))
@@ -122,6 +135,14 @@ def main(argv: list[str]) -> int:
     win.ask_unsaved = lambda: "discard"
     win.show()
     overlay.show()
+
+    def open_settings() -> None:  # as the app does (captioner.ui.app.CaptionerApp.open_settings)
+        from captioner.ui.settings_dialog import SettingsDialog
+
+        dialogs.append(SettingsDialog(settings, win, shortcut_status="Desktop-wide"))
+        dialogs[-1].open()
+
+    win.settings_action.triggered.connect(open_settings)
 
     def pane_lines() -> int:
         return sum(1 for line in win.transcript_view.toPlainText().splitlines() if line.startswith("["))
@@ -138,6 +159,34 @@ def main(argv: list[str]) -> int:
             win.start_button.click()
             when(lambda: made and made[-1].fed_all.is_set() and pane_lines() >= made[-1].lines,
                  lambda: print("fed", made[-1].lines, flush=True))
+        elif what == "lines":  # the pane's segment lines, as JSON
+            print(json.dumps([ln for ln in win.transcript_view.toPlainText().splitlines() if ln.startswith("[")]),
+                  flush=True)
+        elif what == "settings":  # the Settings dialog, open beside the window
+            from captioner.ui.settings_dialog import SettingsDialog
+
+            dialogs.append(SettingsDialog(settings, win, shortcut_status="Desktop-wide"))
+            dialogs[-1].show()
+            when(lambda: dialogs[-1].windowHandle() is not None and dialogs[-1].windowHandle().isExposed(),
+                 lambda: print("settings", flush=True))
+        elif what == "focus":  # the focused widget: accessible name, class, global rect (JSON)
+            w = app.focusWidget()
+            top = w.mapToGlobal(w.rect().topLeft()) if w is not None else None
+            print(json.dumps(None if w is None else {
+                "name": widget_name(w),
+                "class": type(w).__name__, "window": w.window().windowTitle(),
+                "rect": [top.x(), top.y(), w.width(), w.height()]}), flush=True)
+        elif what == "focusables":  # every shown widget of the active window that Tab can reach
+            from PySide6.QtCore import Qt as _Qt
+            from PySide6.QtWidgets import QWidget
+
+            top = app.activeWindow() or win
+            print(json.dumps(sorted({type(w).__name__ + ":" + widget_name(w)
+                                     for w in top.findChildren(QWidget) if w.isVisibleTo(top) and w.isEnabled()
+                                     and w.focusPolicy() & _Qt.FocusPolicy.TabFocus and w.focusProxy() is None})),
+                  flush=True)
+        elif what == "winid":
+            print(int((app.activeWindow() or win).winId()), flush=True)
         elif what == "stop":
             win.start_button.click()
             when(lambda: win.engine_state == "idle", lambda: print("stopped", flush=True))

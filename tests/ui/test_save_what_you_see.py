@@ -30,7 +30,7 @@ def _caption_both(qtbot, win, record, tmp_path):
     win.sources.file_edit.setText(str(tmp_path / "two.wav"))
     run_and_stop(qtbot, win, record)
     pane = win.transcript_view.toPlainText()
-    assert "one: alpha bravo charlie" in pane and "two: delta echo foxtrot" in pane
+    assert "] alpha bravo charlie" in pane and "] delta echo foxtrot" in pane  # no file names (issue 39)
     assert "— new session —" in pane
 
 

@@ -238,6 +238,8 @@ class AtspiListener:
         for kind in ("object:", "window:", "focus:"):
             self.conn.send_and_get_reply(new_method_call(registry, "RegisterEvent", "s", (kind,)), timeout=10)
         self.events: list[tuple[str, str, str]] = []  # (interface member, detail, sender path)
+        #: (sender path, message, politeness) of each ``Object:Announcement`` (Qt 6.8+)
+        self.announcements: list[tuple[str, str, int]] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._collect, daemon=True)
@@ -258,9 +260,13 @@ class AtspiListener:
                 continue
             member = msg.header.fields.get(HeaderFields.member, "")
             detail = msg.body[0] if msg.body and isinstance(msg.body[0], str) else ""
+            path = msg.header.fields.get(HeaderFields.path, "")
             with self._lock:
-                self.events.append((f"{iface.rsplit('.', 1)[1]}:{member}", detail,
-                                    msg.header.fields.get(HeaderFields.path, "")))
+                self.events.append((f"{iface.rsplit('.', 1)[1]}:{member}", detail, path))
+                if member == "Announcement" and len(msg.body) >= 4:  # (detail, politeness, 0, variant text)
+                    data = msg.body[3]
+                    self.announcements.append((path, data[1] if isinstance(data, tuple) else str(data),
+                                               int(msg.body[1])))
 
     def count(self) -> int:
         with self._lock:

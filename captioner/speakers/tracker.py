@@ -1,0 +1,302 @@
+"""One source's speaker attribution: its audio history and the labelling of its final text (issue 38).
+
+The session (:class:`~captioner.engine.session.StreamingSession`) feeds the tracker every
+sample it decodes and hands it every event it emits; the tracker gives each non-empty
+*final* :class:`~captioner.events.TextDelta` a speaker id, and splits a line that holds
+two voices where the voice changes. It works on the audio, so it is the same behind every
+backend (built-in, Audio8, TFLite, remote):
+
+1. the line's audio is taken from a bounded history (:data:`HISTORY_S`) by the delta's
+   stream times, and its stretches of speech are found (:func:`~captioner.speakers.stretches.speech_runs`);
+2. each stretch is embedded (GE2E, :class:`~captioner.speakers.encoder.VoiceEncoder`, one
+   model call per line); at each pause with at least :data:`MIN_SIDE_S` of speech on both
+   sides, the speech before and after are compared: where they are least alike and either
+   less similar than :data:`CHANGE_BELOW` or each confidently a different known speaker,
+   the line is cut there (text by :func:`~captioner.speakers.stretches.split_text`), and
+   each side is tried once more;
+3. each piece goes to a speaker by :class:`~captioner.speakers.clustering.SpeakerClusters`
+   (shared by every attributed source of the run); a final with less than
+   :data:`SHORT_S` of speech of its own (token-by-token backends, a "Yes.") is judged on
+   the last :data:`CONTEXT_S` of speech up to its end instead, and an unsure one keeps the
+   previous speaker.
+
+The speaker model loads on a background thread when the run starts (:class:`SpeakerRegistry`);
+if it cannot load, the run gets one :class:`~captioner.events.Notice` (code
+``speakers_unavailable``) and captions without labels, never an error. Partials, turn
+boundaries and every other event pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Callable, Sequence
+
+import numpy as np
+
+from captioner.events import Event, Notice, TextDelta
+from captioner.speakers.clustering import SAME_FROM, SpeakerClusters
+from captioner.speakers.options import SpeakerOptions
+from captioner.speakers.stretches import speech_runs, split_text
+
+#: Seconds of a source's audio kept for labelling (finals come at most a few seconds after
+#: their audio; 120 s of 16 kHz float32 is 7.7 MB).
+HISTORY_S = 120.0
+#: A final with less speech than this (s) is judged on its context.
+SHORT_S = 1.0
+#: Seconds of speech up to a short final's end that its speaker is judged on.
+CONTEXT_S = 2.0
+#: Least speech (s) embedded at all; less keeps the previous speaker.
+MIN_EMBED_S = 0.3
+#: Least speech (s) on each side of a cut inside a line.
+MIN_SIDE_S = 1.0
+#: Two sides of a pause less similar than this are two voices.
+CHANGE_BELOW = 0.70
+#: Longest wait (s) in the first labelling for the speaker model still loading.
+LOAD_WAIT_S = 30.0
+
+
+class _Ring:
+    """The last ``capacity`` samples of a stream, addressed by stream sample index."""
+
+    def __init__(self, capacity: int) -> None:
+        self.data = np.zeros(capacity, np.float32)
+        self.end = 0  # stream index after the newest sample
+
+    def write(self, samples: np.ndarray, start: int) -> None:
+        cap = len(self.data)
+        if start > self.end:  # a jump (a gap): the skipped part reads as silence
+            self._zero(self.end, min(start, self.end + cap))
+        samples = samples[-cap:]
+        start = start + max(0, len(samples) - cap) if len(samples) >= cap else start
+        i = start % cap
+        first = min(len(samples), cap - i)
+        self.data[i: i + first] = samples[:first]
+        self.data[: len(samples) - first] = samples[first:]
+        self.end = max(self.end, start + len(samples))
+
+    def _zero(self, a: int, b: int) -> None:
+        for k in range(a, b):  # rare: only after a gap; bounded by the capacity
+            self.data[k % len(self.data)] = 0.0
+
+    def read(self, a: int, b: int) -> np.ndarray:
+        """Samples ``[a, b)`` that are still held (``[0] `` when none)."""
+        a, b = max(a, self.end - len(self.data), 0), min(b, self.end)
+        if b <= a:
+            return np.zeros(0, np.float32)
+        cap = len(self.data)
+        idx = np.arange(a, b) % cap
+        return self.data[idx]
+
+
+class SpeakerRegistry:
+    """The speakers of one run and the speaker model, shared by its attributed sources.
+
+    Args:
+        options: ``max_speakers``.
+        load: builds the encoder (default :class:`~captioner.speakers.encoder.VoiceEncoder`);
+            called once on a background thread started here.
+    """
+
+    def __init__(self, options: SpeakerOptions, load: Callable[[], object] | None = None) -> None:
+        self.clusters = SpeakerClusters(options.max_speakers)
+        self._encoder = None
+        self.error = ""
+        self._told = False
+        self._ready = threading.Event()
+        self._load = load or _default_encoder
+        threading.Thread(target=self._load_now, name="captioner-speaker-model", daemon=True).start()
+
+    def _load_now(self) -> None:
+        try:
+            self._encoder = self._load()
+        except Exception as exc:  # any failure: captions go on without labels
+            self.error = str(exc) or type(exc).__name__
+        finally:
+            self._ready.set()
+
+    def encoder(self, wait_s: float = LOAD_WAIT_S):
+        """The loaded encoder, or ``None`` when it failed (``error`` says why) or is still loading
+        after ``wait_s`` seconds."""
+        self._ready.wait(wait_s)
+        return self._encoder
+
+    def notice(self) -> Notice | None:
+        """The one message of a run whose speaker model failed (then ``None`` ever after)."""
+        if self._told or not self._ready.is_set() or self._encoder is not None:
+            return None
+        self._told = True
+        return Notice(f"Speaker labels are off: {self.error}. Captions go on without them.",
+                      "warning", "speakers_unavailable")
+
+
+def _default_encoder():
+    from captioner.speakers.encoder import VoiceEncoder
+
+    return VoiceEncoder()
+
+
+class SpeakerTracker:
+    """Labels the final :class:`~captioner.events.TextDelta` s of one source with a speaker id.
+
+    Args:
+        options: what the user chose (``max_speakers``).
+        sample_rate: rate (Hz) of the audio fed.
+        registry: the speakers shared by every attributed source of one run (``None``: its own).
+    """
+
+    def __init__(self, options: SpeakerOptions, sample_rate: int = 16000,
+                 registry: SpeakerRegistry | None = None) -> None:
+        self.options = options
+        self.sample_rate = sample_rate
+        self.registry = registry if registry is not None else SpeakerRegistry(options)
+        self._ring = _Ring(int(HISTORY_S * sample_rate))
+        self.previous = ""
+
+    def feed(self, samples: np.ndarray, start: int) -> None:
+        """Keep ``samples`` (``[n] float32``, already sanitised) that start at stream sample ``start``."""
+        if len(samples):
+            self._ring.write(np.asarray(samples, np.float32), start)
+
+    def reset(self) -> None:
+        """Forget this source's audio (a new stream); the run's speakers are kept."""
+        self._ring = _Ring(len(self._ring.data))
+        self.previous = ""
+
+    def label(self, events: Sequence[Event]) -> list[Event]:
+        """``events`` with every non-empty final ``TextDelta`` labelled (``speaker`` set), split in
+        two or more deltas where the voice changes inside it; everything else unchanged."""
+        out: list[Event] = []
+        for ev in events:
+            if isinstance(ev, TextDelta) and ev.final and ev.text.strip() and not ev.speaker:
+                out.extend(self._label(ev))
+            else:
+                out.append(ev)
+        return out
+
+    # -- internals -----------------------------------------------------------------------------
+    def _label(self, ev: TextDelta) -> list[Event]:
+        enc = self.registry.encoder()
+        if enc is None:
+            note = self.registry.notice()
+            return [ev] + ([dataclasses.replace(note, source=ev.source)] if note else [])
+        sr = self.sample_rate
+        a, b = int(round(ev.start * sr)), int(round(ev.end * sr))
+        wav = self._ring.read(a, b)
+        runs = speech_runs(wav, sr)
+        speech = sum(e - s for s, e in runs) / sr
+        if speech < SHORT_S:
+            return [self._short(ev, enc, b, speech)]
+        emb = enc.embed([wav[s:e] for s, e in runs])
+        weights = np.array([(e - s) / sr for s, e in runs])
+        pieces = self._cuts(emb, weights, 0, len(runs), depth=2)
+        if len(pieces) == 1:
+            return [self._assign(ev, _mean(emb, weights), speech)]
+        return self._split(ev, runs, emb, weights, pieces, a)
+
+    def _short(self, ev: TextDelta, enc, b: int, speech: float) -> TextDelta:
+        """A final with little speech of its own: judged on the speech up to its end."""
+        sr = self.sample_rate
+        ctx = self._ring.read(b - int(3 * CONTEXT_S * sr), b)
+        runs = speech_runs(ctx, sr)
+        parts, total = [], 0.0
+        for s, e in reversed(runs):
+            take = min(e - s, int((CONTEXT_S - total) * sr))
+            if take <= 0:
+                break
+            parts.insert(0, ctx[e - take: e])
+            total += take / sr
+        if total < MIN_EMBED_S:
+            return dataclasses.replace(ev, speaker=self.previous) if self.previous else \
+                self._assign(ev, None, speech)
+        emb = enc.embed([np.concatenate(parts)])[0]
+        return self._assign(ev, emb, min(total, max(speech, total if not self.previous else speech)))
+
+    def _assign(self, ev: TextDelta, emb: np.ndarray | None, speech: float) -> TextDelta:
+        if emb is None:  # nothing to go on at the very start: the first speaker
+            if not len(self.registry.clusters):
+                return ev
+            ident = self.previous or self.registry.clusters.speakers[0].ident
+        else:
+            ident = self.registry.clusters.assign(emb, speech, self.previous).speaker
+        self.previous = ident
+        return dataclasses.replace(ev, speaker=ident)
+
+    def _cuts(self, emb: np.ndarray, w: np.ndarray, lo: int, hi: int, depth: int) -> list[tuple[int, int]]:
+        """Runs ``[lo, hi)`` cut where the voice changes: a list of ``(first, end)`` run ranges."""
+        if depth == 0 or hi - lo < 2:
+            return [(lo, hi)]
+        best, best_sim = None, 1.0
+        for k in range(lo + 1, hi):
+            if w[lo:k].sum() < MIN_SIDE_S or w[k:hi].sum() < MIN_SIDE_S:
+                continue
+            sim = float(_mean(emb[lo:k], w[lo:k]) @ _mean(emb[k:hi], w[k:hi]))
+            if sim < best_sim:
+                best, best_sim = k, sim
+        if best is None or not (best_sim < CHANGE_BELOW or self._apart(
+                _mean(emb[lo:best], w[lo:best]), _mean(emb[best:hi], w[best:hi]))):
+            return [(lo, hi)]
+        return self._cuts(emb, w, lo, best, depth - 1) + self._cuts(emb, w, best, hi, depth - 1)
+
+    def _apart(self, left: np.ndarray, right: np.ndarray) -> bool:
+        """Both sides confidently belong to two different known speakers."""
+        speakers = self.registry.clusters.speakers
+        if len(speakers) < 2:
+            return False
+        cents = np.stack([s.centroid for s in speakers])
+        sl, sr_ = cents @ left, cents @ right
+        return int(np.argmax(sl)) != int(np.argmax(sr_)) and sl.max() >= SAME_FROM and sr_.max() >= SAME_FROM
+
+    def _split(self, ev: TextDelta, runs, emb, w, pieces, a: int) -> list[Event]:
+        sr = self.sample_rate
+        out: list[TextDelta] = []
+        text, t0 = ev.text, ev.start
+        total = float(w.sum())
+        done = 0.0
+        for n, (lo, hi) in enumerate(pieces):
+            last = n == len(pieces) - 1
+            piece_w = float(w[lo:hi].sum())
+            if last:
+                cut, t1 = len(text), ev.end
+            else:
+                share = piece_w / max(total - done, 1e-9)
+                cut = split_text(text, share)
+                t1 = (a + (runs[hi - 1][1] + runs[hi][0]) / 2) / sr
+            if cut == 0:  # the text cannot be cut here: the rest stays with the following piece
+                continue
+            delta = dataclasses.replace(ev, text=text[:cut], start=t0, end=max(t0, t1))
+            out.append(self._assign(delta, _mean(emb[lo:hi], w[lo:hi]), piece_w))
+            text, t0, total, done = text[cut:], max(t0, t1), total - piece_w, 0.0
+        return _merge_same(out)
+
+
+def _mean(emb: np.ndarray, w: np.ndarray) -> np.ndarray:
+    v = (emb * w[:, None]).sum(axis=0)
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def _merge_same(deltas: list[TextDelta]) -> list[Event]:
+    """Neighbouring pieces that went to the same speaker are one delta again."""
+    out: list[TextDelta] = []
+    for d in deltas:
+        if out and out[-1].speaker == d.speaker:
+            out[-1] = dataclasses.replace(out[-1], text=out[-1].text + d.text, end=d.end)
+        else:
+            out.append(d)
+    return list(out)
+
+
+def new_registry(options: SpeakerOptions | None) -> SpeakerRegistry | None:
+    """The speakers of one run (starts loading the model now), or ``None`` when attribution is off."""
+    if options is None or not options.enabled:
+        return None
+    return SpeakerRegistry(options)
+
+
+def make_tracker(options: SpeakerOptions | None, kind: str, sample_rate: int = 16000,
+                 registry: SpeakerRegistry | None = None) -> SpeakerTracker | None:
+    """A tracker for a source of ``kind`` (``"system"``, ``"file"``, ``"microphone"``), or ``None``
+    when the options do not attribute it (off, or the microphone)."""
+    if options is None or not options.applies_to(kind):
+        return None
+    return SpeakerTracker(options, sample_rate, registry)
