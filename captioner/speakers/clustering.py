@@ -8,6 +8,11 @@ inventing speakers:
 
 * a stretch with less than :data:`MIN_NEW_S` of speech never opens a speaker (a "Yes."
   carries too little voice to decide alone);
+* a speaker whose centroid rests on less than :data:`YOUNG_S` of speech (the run began with
+  a short "Hello.") is joined by any stretch at least :data:`YOUNG_JOIN` similar: GE2E puts
+  0.7 s of a voice only 0.69-0.87 near 3 s of the same voice, so that short first centroid
+  cannot tell a new voice from the first one's next sentence (measured on the espeak-ng
+  voices of ``bench/voice_sets.py``), and a monologue must not become two speakers;
 * between the two thresholds (closer than :data:`NEW_BELOW` to someone, not as close as
   :data:`SAME_FROM`) the stretch is *unsure* and keeps the previous speaker of its source
   when that speaker is among the close ones, else goes to the closest.
@@ -35,6 +40,10 @@ SAME_FROM = 0.86
 NEW_BELOW = 0.80
 #: Least speech (s) in a stretch that may open a new speaker.
 MIN_NEW_S = 1.0
+#: A speaker with less speech (s) behind its centroid than this is *young* (see above).
+YOUNG_S = 2.0
+#: Least similarity to a young speaker's centroid that joins it.
+YOUNG_JOIN = 0.68
 #: Least speech (s) in a stretch that moves its speaker's centroid.
 MIN_UPDATE_S = 0.8
 #: Most speech seconds a centroid's running mean weighs (beyond: an exponential mean).
@@ -101,6 +110,8 @@ class SpeakerClusters:
         best = int(np.argmax(sims))
         best_sim = float(sims[best])
         if best_sim >= SAME_FROM:
+            return self._join(best, emb, speech_s, best_sim)
+        if best_sim >= YOUNG_JOIN and self.speakers[best].weight_s < YOUNG_S:
             return self._join(best, emb, speech_s, best_sim)
         if best_sim < NEW_BELOW and speech_s >= MIN_NEW_S and len(self.speakers) < self.max_speakers:
             return self._open(emb, speech_s)

@@ -39,6 +39,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import sys
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
@@ -66,11 +67,15 @@ class SpeakerModelError(RuntimeError):
 
 def checkpoint_path() -> Path:
     """``pretrained.pt`` inside the installed ``resemblyzer`` package (not imported: its own
-    modules need torch and webrtcvad, which captioner does not use).
+    modules need torch and webrtcvad, which captioner does not use); in the frozen app, the
+    copy the bundle carries (``packaging/pyinstaller/captioner.spec``).
 
     Raises:
         SpeakerModelError: the package or its file is not installed.
     """
+    bundled = Path(getattr(sys, "_MEIPASS", "")) / "resemblyzer" / "pretrained.pt"
+    if getattr(sys, "frozen", False) and bundled.is_file():  # the frozen app carries the file alone
+        return bundled
     spec = importlib.util.find_spec("resemblyzer")
     if spec is None or not spec.submodule_search_locations:
         raise SpeakerModelError("the speaker model is not installed (pip package 'resemblyzer'); "

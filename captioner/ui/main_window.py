@@ -33,6 +33,7 @@ from captioner.engine.qt_worker import EngineController
 from captioner.engine.run_setup import EngineConfig
 from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.level_meter import LevelMeter
+from captioner.ui.focus_ring import install_focus_ring
 from captioner.ui.global_shortcuts import GlobalShortcuts
 from captioner.ui.messages import CAPTURE_STATE_CODES, MessageBar, gap_line, notice_row_code
 from captioner.ui.model_panel import ModelPanel
@@ -120,6 +121,7 @@ class MainWindow(QMainWindow):
         global_shortcuts: GlobalShortcuts | None = None,
     ) -> None:
         super().__init__()
+        install_focus_ring()  # the app's every window: the focused control is always visible
         self._global_shortcuts = global_shortcuts
         self.settings = settings
         self.overlay = overlay

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QKeySequence
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QColorDialog,
     QComboBox,
@@ -13,14 +14,17 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFontComboBox,
     QFormLayout,
+    QFrame,
     QKeySequenceEdit,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSlider,
     QSpinBox,
     QVBoxLayout,
+    QWidget,
 )
 
 from captioner.asr.hotword_list import HotwordError, check_hotwords, default_model_spelling, parse_hotwords
@@ -229,13 +233,29 @@ class SettingsDialog(QDialog):
             self.shortcut_status.setWordWrap(True)
             self.shortcut_status.setObjectName("shortcut-status")
             form.addRow(self.shortcut_status)
+        # the form scrolls inside the dialog, so OK/Cancel/Apply stay on screen on a small screen,
+        # at a 200 % font or at QT_SCALE_FACTOR 2 (issue 39: it was 1100 px tall at 100 %)
+        content = QWidget()
+        content.setObjectName("settings-content")
+        body = QVBoxLayout(content)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.addLayout(form)
+        self.scroll = QScrollArea()
+        self.scroll.setObjectName("settings-scroll")
+        self.scroll.setAccessibleName("Settings")
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         root = QVBoxLayout(self)
-        root.addLayout(form)
+        root.addWidget(self.scroll, 1)
         self.caption_page = CaptionPageBox(settings, caption_page)  # caption_page: the app's CaptionPageService
         # speakers: the window's SpeakerLabels (issue 38: labels on/off/N, overlay mode, renames)
         self.speakers = SpeakerSettingsBox(settings, speakers)
-        root.addWidget(self.speakers)
-        root.addWidget(self.caption_page)
+        body.addWidget(self.speakers)
+        body.addWidget(self.caption_page)
+        body.addStretch(1)
+        self.scroll.setWidget(content)
         self.error_label = QLabel("")
         self.error_label.setWordWrap(True)
         self.error_label.setObjectName("shortcut-error")
@@ -255,6 +275,34 @@ class SettingsDialog(QDialog):
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         root.addWidget(buttons)
+        self._fit_to_screen(content)
+        # Tab from the buttons wraps into the form: the dialog moves the focus, not the scroll area,
+        # so the area would not scroll the focused control into view on its own (issue 39: focus
+        # always visible)
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._show_focused)
+
+    def _show_focused(self, _old, new) -> None:
+        """Scroll the form so that ``new``, when it is one of its controls, is in view."""
+        try:
+            content = self.scroll.widget()
+        except RuntimeError:  # the dialog is gone; Qt drops the connection with it
+            return
+        if isinstance(new, QWidget) and content is not None and content.isAncestorOf(new):
+            self.scroll.ensureWidgetVisible(new, 8, 8)
+
+    def _fit_to_screen(self, content: QWidget) -> None:
+        """As tall as the form needs, at most 90 % of the screen's free height (then it scrolls); as
+        wide as the form, so it never scrolls sideways."""
+        hint = content.sizeHint()
+        bar = self.scroll.verticalScrollBar().sizeHint().width()
+        self.scroll.setMinimumWidth(hint.width() + bar)
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        free = screen.availableGeometry().height() if screen is not None else 800
+        others = self.layout().sizeHint().height() - self.scroll.sizeHint().height()
+        self.resize(max(self.sizeHint().width(), hint.width() + bar + 24),
+                    int(min(hint.height() + max(others, 0) + 8, 0.9 * free)))
 
     def _apply_preset(self, name: str) -> None:
         """Fill the colour buttons (and the opacity, for an opaque preset) from preset ``name``."""

@@ -38,6 +38,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # end-of-turn models: pipecat-ai without its ~0.5 GB of dependencies, as scripts/_common.sh does
   turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   [ -n "$turn_spec" ] && "${pip[@]}" install --no-deps "$turn_spec"
+  # the speaker encoder's weights only (its torch and webrtcvad are not used; captioner/speakers/prepare.py)
+  speaker_spec=$(grep -oE '"resemblyzer[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  [ -n "$speaker_spec" ] && "${pip[@]}" install --no-deps "$speaker_spec"
   echo "$want" > "$stamp"
 fi
 

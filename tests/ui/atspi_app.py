@@ -32,6 +32,24 @@ WORDS = ("we will look at the numbers for the next quarter and decide what we ca
          "budget before the end of the week").split()
 
 
+
+def layout_top(w) -> int:
+    """``w``'s top in its window as if every scroll area (a form that scrolls) were tall enough to
+    show all of its content: its place in the layout, top to bottom."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QScrollArea
+
+    window = w.window()
+    y = w.mapTo(window, QPoint(0, 0)).y()
+    for area in window.findChildren(QScrollArea):
+        if not area.isVisible() or area.widget() is None:
+            continue
+        if area.isAncestorOf(w):  # inside: where it is in the unscrolled content
+            y += area.verticalScrollBar().value()
+        elif area.mapTo(window, QPoint(0, area.height())).y() <= y:  # below the area: pushed down
+            y += area.verticalScrollBar().maximum()
+    return y
+
 def scripted_stream(label: str, seconds: float) -> tuple[list, int]:
     """The events of ``seconds`` s of captioning for source ``label``, and how many lines close."""
     events, lines = [], 0
@@ -169,13 +187,14 @@ def main(argv: list[str]) -> int:
             dialogs[-1].show()
             when(lambda: dialogs[-1].windowHandle() is not None and dialogs[-1].windowHandle().isExposed(),
                  lambda: print("settings", flush=True))
-        elif what == "focus":  # the focused widget: accessible name, class, global rect (JSON)
+        elif what == "focus":  # the focused widget: accessible name, class, global rect, unscrolled top (JSON)
             w = app.focusWidget()
             top = w.mapToGlobal(w.rect().topLeft()) if w is not None else None
             print(json.dumps(None if w is None else {
                 "name": widget_name(w),
                 "class": type(w).__name__, "window": w.window().windowTitle(),
-                "rect": [top.x(), top.y(), w.width(), w.height()]}), flush=True)
+                "rect": [top.x(), top.y(), w.width(), w.height()], "top": layout_top(w),
+                "shown": not w.visibleRegion().isEmpty()}), flush=True)
         elif what == "focusables":  # every shown widget of the active window that Tab can reach
             from PySide6.QtCore import Qt as _Qt
             from PySide6.QtWidgets import QWidget

@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.gui, pytest.mark.skipif(bool(missing("Xvfb", "openbox"
 APP = Path(__file__).resolve().parent / "atspi_app.py"
 #: Pixels of a control that must change when it gets the focus (a focus ring is a few hundred).
 MIN_CHANGED_PX = 20
+#: The virtual screen's height (px), x11_desktop's default.
+SCREEN_H = 1000
 
 
 def grab(d, path: Path) -> np.ndarray:
@@ -46,6 +48,12 @@ def changed_px(a: np.ndarray, b: np.ndarray, rect) -> int:
     return int((np.abs(pa.astype(int) - pb.astype(int)).sum(axis=2) > 40).sum())
 
 
+def same(a: dict | None, b: dict | None) -> bool:
+    """One control (its place on screen moves when a form scrolls)."""
+    key = ("name", "class", "window")
+    return a is not None and b is not None and all(a[k] == b[k] for k in key)
+
+
 def tab_through(d, ask, shots: Path, label: str) -> list[dict]:
     """Press Tab until the focus comes back to where it started; each step's focus, screenshot checked."""
     reachable = json.loads(ask("focusables"))
@@ -54,11 +62,11 @@ def tab_through(d, ask, shots: Path, label: str) -> list[dict]:
     steps, images = [first], [before]
     for i in range(1, len(reachable) + 6):
         d.xdotool("key", "Tab")
-        wait_for(lambda: json.loads(ask("focus")) != steps[-1], 5, f"focus to move from {steps[-1]}")
+        wait_for(lambda: not same(json.loads(ask("focus")), steps[-1]), 5, f"focus to move from {steps[-1]}")
         now = json.loads(ask("focus"))
         steps.append(now)
         images.append(grab(d, shots / f"{label}-{i:02d}.png"))
-        if now == first:
+        if same(now, first):
             break
     else:
         raise AssertionError(f"{label}: Tab never came back to {first['name']}: a focus trap? {steps}")
@@ -68,12 +76,16 @@ def tab_through(d, ask, shots: Path, label: str) -> list[dict]:
     invisible = [s["name"] for i, s in enumerate(steps[:-1])
                  if changed_px(images[i], images[i + 1], s["rect"]) < MIN_CHANGED_PX]
     assert invisible == [], (label, invisible)
-    # the layout's order: the focus goes down the window, never back up (until it wraps round)
-    tops = [s["rect"][1] + s["rect"][3] // 2 for s in steps[:-1]]
+    # the focused control is on screen (a scrolled form brings it into view)
+    hidden = [s["name"] for s in steps if not s["shown"] or s["rect"][1] < 0 or s["rect"][1] + s["rect"][3] > SCREEN_H]
+    assert hidden == [], (label, hidden)
+    # the layout's order: the focus goes down the window, never back up (until it wraps round);
+    # "top" is the control's place in the layout, as if no form were scrolled
+    tops = [s["top"] + s["rect"][3] // 2 for s in steps[:-1]]
     backwards = [(steps[i]["name"], steps[i + 1]["name"]) for i in range(len(tops) - 1) if tops[i + 1] < tops[i] - 8]
     assert backwards == [], (label, backwards)
     d.xdotool("key", "shift+Tab")
-    wait_for(lambda: json.loads(ask("focus")) == steps[-2], 5, "Shift+Tab to go back one")
+    wait_for(lambda: same(json.loads(ask("focus")), steps[-2]), 5, "Shift+Tab to go back one")
     return steps
 
 
