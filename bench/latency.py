@@ -39,7 +39,8 @@ Each configuration runs in its own child process, one after another in one invoc
 directory); ``after`` the working tree; ``gui`` the working tree through the Qt engine;
 ``dual`` two meetings at once (microphone + system audio: two sessions on one backend);
 ``words`` the working tree with a list of ``--hotwords`` invented hotwords (``bench/hotwords.py``'s
-``synthetic_words``, none of them said). Names join with ``-``: ``before-dual`` and
+``synthetic_words``, none of them said); ``speakers`` the working tree with speaker attribution on
+the played file (``--speakers auto``, issue 38). Names join with ``-``: ``before-dual`` and
 ``before-words`` are those runs on the ``before`` code (issue 40's memory side by side:
 ``--runs before,after,before-dual,dual,before-words,words``).
 Writes ``OUT.json`` and ``OUT.png``.
@@ -240,7 +241,12 @@ def child(args) -> None:
     else:
         from captioner.engine.live import LiveCaptioner
 
-        live = LiveCaptioner(backend, sources, on_event)
+        kw = {}
+        if args.speakers != "off":
+            from captioner.speakers.options import parse_speakers
+
+            kw["speakers"] = parse_speakers(args.speakers)
+        live = LiveCaptioner(backend, sources, on_event, **kw)
         live_ref["live"] = live
         live.start()
         live.wait()
@@ -448,6 +454,7 @@ def main() -> None:
     ap.add_argument("--events-out", help=argparse.SUPPRESS)
     ap.add_argument("--hotwords", type=int, default=500,
                     help="words in the list of a 'words' run (default 500; the child: 0 = no list)")
+    ap.add_argument("--speakers", default="off", help=argparse.SUPPRESS)  # the child: speaker attribution
     args = ap.parse_args()
     if args.child:
         child(args)
@@ -477,6 +484,8 @@ def main() -> None:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code, "--files", files,
                    "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if "gui" in parts else [])
             cmd += ["--hotwords", str(args.hotwords if "words" in parts else 0)]
+            if "speakers" in parts:  # the file source attributed to speakers, as system audio is (issue 38)
+                cmd += ["--speakers", "auto"]
             if args.events:
                 cmd += ["--events-out", str(out.with_name(f"{out.name}.{run}.events.jsonl.gz").resolve())]
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")

@@ -8,7 +8,7 @@ import sys
 import traceback
 from typing import Callable, Mapping
 
-from PySide6.QtCore import QCoreApplication, QMargins, QSize, Qt, QTimer
+from PySide6.QtCore import QCoreApplication, QMargins, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
@@ -17,7 +17,7 @@ from captioner.resources import APP_ID
 from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon
 from captioner.ui.main_thread_gc import MainThreadGC
-from captioner.ui.main_window import DEFAULT_WINDOW, MainWindow
+from captioner.ui.main_window import MainWindow
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.overlay_window import DISPLAY_NAME
 from captioner.ui.placement import first_run_placement
@@ -87,7 +87,7 @@ class CaptionerApp:
         margins = QMargins(geom.left() - frame.left(), geom.top() - frame.top(),
                            frame.right() - geom.right(), frame.bottom() - geom.bottom())
         client, overlay = first_run_placement(
-            screen.availableGeometry(), self.overlay.default_geometry(screen), QSize(*DEFAULT_WINDOW),
+            screen.availableGeometry(), self.overlay.default_geometry(screen), self.window.default_size(),
             self.window.minimumSize(), margins)
         self.window.setGeometry(client)
         self.overlay.place(overlay)

@@ -24,8 +24,8 @@ import math
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
@@ -233,7 +233,18 @@ class MainWindow(QMainWindow):
         # resizable: a sensible minimum, a default size that fits the screen; the transcript
         # pane keeps a minimum height so messages never squeeze it away
         self.setMinimumSize(*MIN_WINDOW)
-        self.resize(*DEFAULT_WINDOW)
+        self.resize(self.default_size())
+
+    def default_size(self) -> QSize:
+        """The first-run size: :data:`DEFAULT_WINDOW`, or as large as the layout asks for when a large
+        system font or scale needs more (issue 39), at most 90 % of the screen."""
+        hint = self.sizeHint()
+        w, h = max(DEFAULT_WINDOW[0], hint.width()), max(DEFAULT_WINDOW[1], hint.height())
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is not None:
+            free = screen.availableGeometry()
+            w, h = min(w, int(0.9 * free.width())), min(h, int(0.9 * free.height()))
+        return QSize(max(w, MIN_WINDOW[0]), max(h, MIN_WINDOW[1]))
 
     def _wire(self) -> None:
         w = self.controller  # its signals arrive in the GUI thread, in order

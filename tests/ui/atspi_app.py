@@ -32,7 +32,6 @@ WORDS = ("we will look at the numbers for the next quarter and decide what we ca
          "budget before the end of the week").split()
 
 
-
 def layout_top(w) -> int:
     """``w``'s top in its window as if every scroll area (a form that scrolls) were tall enough to
     show all of its content: its place in the layout, top to bottom."""
@@ -49,6 +48,7 @@ def layout_top(w) -> int:
         elif area.mapTo(window, QPoint(0, area.height())).y() <= y:  # below the area: pushed down
             y += area.verticalScrollBar().maximum()
     return y
+
 
 def scripted_stream(label: str, seconds: float) -> tuple[list, int]:
     """The events of ``seconds`` s of captioning for source ``label``, and how many lines close."""
