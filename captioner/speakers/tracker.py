@@ -7,7 +7,9 @@ two voices where the voice changes. It works on the audio, so it is the same beh
 backend (built-in, Audio8, TFLite, remote):
 
 1. the line's audio is taken from a bounded history (:data:`HISTORY_S`) by the delta's
-   stream times, and its stretches of speech are found (:func:`~captioner.speakers.stretches.speech_runs`);
+   stream times, and its stretches of speech are found (:func:`~captioner.speakers.stretches.speech_runs`,
+   by level), keeping those Silero VAD hears as a voice (:func:`voiced_runs`: a line a backend
+   made of music or noise opens no speaker);
 2. each stretch is embedded (GE2E, :class:`~captioner.speakers.encoder.VoiceEncoder`, one
    model call per line); at each pause with at least :data:`MIN_SIDE_S` of speech on both
    sides, the speech before and after are compared: where they are least alike and either
@@ -54,6 +56,9 @@ MIN_SIDE_S = 1.0
 CHANGE_BELOW = 0.70
 #: Longest wait (s) in the first labelling for the speaker model still loading.
 LOAD_WAIT_S = 30.0
+#: Least share of a stretch's 32 ms windows that Silero VAD must call speech (p >= 0.5) for it to
+#: count as a voice: music, noise and tones are as loud as speech but must open no speaker.
+VOICED_SHARE = 0.3
 
 
 class _Ring:
@@ -96,10 +101,16 @@ class SpeakerRegistry:
         options: ``max_speakers``.
         load: builds the encoder (default :class:`~captioner.speakers.encoder.VoiceEncoder`);
             called once on a background thread started here.
+        vad: builds the voice-activity model that tells speech from music and noise
+            (default: the shared Silero VAD, :func:`captioner.asr.vad.silero_vad`); returning
+            ``None`` or raising keeps every stretch found by level.
     """
 
-    def __init__(self, options: SpeakerOptions, load: Callable[[], object] | None = None) -> None:
+    def __init__(self, options: SpeakerOptions, load: Callable[[], object] | None = None,
+                 vad: Callable[[], object] | None = None) -> None:
         self.clusters = SpeakerClusters(options.max_speakers)
+        self._vad_load = vad or _default_vad
+        self._vad: list = []  # [] until first used, then [the VAD or None]
         self._encoder = None
         self.error = ""
         self._told = False
@@ -121,6 +132,15 @@ class SpeakerRegistry:
         self._ready.wait(wait_s)
         return self._encoder
 
+    def vad(self):
+        """The voice-activity model (loaded at first use), or ``None`` when it cannot load."""
+        if not self._vad:
+            try:
+                self._vad.append(self._vad_load())
+            except Exception:  # pipecat-ai missing or its file broken: the level alone decides
+                self._vad.append(None)
+        return self._vad[0]
+
     def notice(self) -> Notice | None:
         """The one message of a run whose speaker model failed (then ``None`` ever after)."""
         if self._told or not self._ready.is_set() or self._encoder is not None:
@@ -128,6 +148,12 @@ class SpeakerRegistry:
         self._told = True
         return Notice(f"Speaker labels are off: {self.error}. Captions go on without them.",
                       "warning", "speakers_unavailable")
+
+
+def _default_vad():
+    from captioner.asr.vad import silero_vad
+
+    return silero_vad()
 
 
 def _default_encoder():
@@ -183,7 +209,7 @@ class SpeakerTracker:
         sr = self.sample_rate
         a, b = int(round(ev.start * sr)), int(round(ev.end * sr))
         wav = self._ring.read(a, b)
-        runs = speech_runs(wav, sr)
+        runs = voiced_runs(wav, speech_runs(wav, sr), self.registry.vad())
         speech = sum(e - s for s, e in runs) / sr
         if speech < SHORT_S:
             return [self._short(ev, enc, b, speech)]
@@ -198,7 +224,7 @@ class SpeakerTracker:
         """A final with little speech of its own: judged on the speech up to its end."""
         sr = self.sample_rate
         ctx = self._ring.read(b - int(3 * CONTEXT_S * sr), b)
-        runs = speech_runs(ctx, sr)
+        runs = voiced_runs(ctx, speech_runs(ctx, sr), self.registry.vad())
         parts, total = [], 0.0
         for s, e in reversed(runs):
             take = min(e - s, int((CONTEXT_S - total) * sr))
@@ -268,6 +294,33 @@ class SpeakerTracker:
             out.append(self._assign(delta, _mean(emb[lo:hi], w[lo:hi]), piece_w))
             text, t0, total, done = text[cut:], max(t0, t1), total - piece_w, 0.0
         return _merge_same(out)
+
+
+def voiced_runs(wav: np.ndarray, runs: list[tuple[int, int]], vad) -> list[tuple[int, int]]:
+    """The runs of ``runs`` (sample ranges of ``wav``, ``[n] float32`` at 16 kHz) that ``vad`` hears
+    as speech (p >= 0.5 in at least :data:`VOICED_SHARE` of their 32 ms windows); all of them when
+    ``vad`` is ``None``.
+
+    Args:
+        vad: a :class:`captioner.asr.vad.SileroVad` (``__call__(window [512], state)`` and
+            ``initial_state()``), run once over the whole of ``wav`` with a fresh state (about
+            0.1 ms per window).
+    """
+    if not runs or vad is None:
+        return runs
+    from captioner.asr.vad import VAD_WINDOW
+
+    n = len(wav) // VAD_WINDOW
+    probs = np.zeros(n, np.float32)
+    state = vad.initial_state()
+    for i in range(n):
+        probs[i], state = vad(wav[i * VAD_WINDOW: (i + 1) * VAD_WINDOW], state)
+    keep = []
+    for s, e in runs:
+        inside = probs[s // VAD_WINDOW: max(s // VAD_WINDOW + 1, e // VAD_WINDOW)]
+        if inside.size and float(np.mean(inside >= 0.5)) >= VOICED_SHARE:
+            keep.append((s, e))
+    return keep
 
 
 def _mean(emb: np.ndarray, w: np.ndarray) -> np.ndarray:
