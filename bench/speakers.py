@@ -28,6 +28,9 @@ final lines the speaker tracker was given and what it made of them. Scores, per 
   pitch and formants and is a voice of its own.
 
 ``--replay`` re-runs only the labelling of the recorded lines (no decoding), for tuning.
+``--live`` plays each input in real time through the live path (``LiveCaptioner``, as system
+audio is captioned: partials, early commits of agreed words and all) on both trees with
+attribution on, and scores the labelled finals the same way.
 
     python bench/speakers.py --meeting-minutes 20 --out bench/results/speakers
 """
@@ -139,6 +142,7 @@ def render(name: str, folder: Path, minutes: float) -> tuple[Path, list[dict]]:
 # -- child: one transcribe run, recording the tracker's lines ------------------------------------
 def child(tree: str, wav: str, out: str, speakers: str) -> None:
     sys.path.insert(0, tree)
+    speakers, _, mode = speakers.partition(":")
     record = {"lines": [], "labelled": []}
     if speakers != "none":
         from captioner.events import TextDelta
@@ -166,6 +170,10 @@ def child(tree: str, wav: str, out: str, speakers: str) -> None:
     from captioner.engine.turn_models import preload
     from captioner.asr import load_backend
 
+    if mode == "live":  # the file played in real time through the live path, as system audio is
+        live_record(wav, speakers, record)
+        Path(out).write_text(json.dumps(record))
+        os._exit(0)  # the record is out: skip interpreter teardown
     # what `captioner transcribe` does (captioner/commands/transcribe.py), in this process
     preload()
     t0 = time.perf_counter()
@@ -197,6 +205,30 @@ def child(tree: str, wav: str, out: str, speakers: str) -> None:
 
     record["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(out).write_text(json.dumps(record))
+
+
+def live_record(wav: str, speakers: str, record: dict) -> None:
+    """``wav`` through ``LiveCaptioner`` in real time (partials, early commits and all) with
+    attribution ``speakers``; the final deltas as labelled go to ``record["labelled"]``."""
+    from captioner.asr import load_backend
+    from captioner.audio.filesource import FileSource
+    from captioner.engine.live import LiveCaptioner
+    from captioner.events import TextDelta
+    from captioner.speakers.options import parse_speakers
+
+    record["labelled"] = []
+
+    def on_event(ev) -> None:
+        if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
+            record["labelled"].append(dict(text=ev.text, start=ev.start, end=ev.end, speaker=ev.speaker))
+
+    t0 = time.perf_counter()
+    live = LiveCaptioner(load_backend("default"), [FileSource(wav, label="Meeting", realtime=True)], on_event,
+                         speakers=parse_speakers(speakers))
+    live.start()
+    live.wait()
+    record["wall_s"] = time.perf_counter() - t0
+    record["code"] = 0
 
 
 def run_child(tree: Path, wav: Path, speakers: str, out: Path) -> dict:
@@ -286,6 +318,9 @@ def main() -> None:
     ap.add_argument("--before-tree", help="an exported tree to use as 'before' instead of --before-rev")
     ap.add_argument("--no-before", action="store_true", help="skip the before runs")
     ap.add_argument("--replay", help="a results JSON of an earlier run: label its recorded lines again")
+    ap.add_argument("--live", action="store_true",
+                    help="play each input in real time through the live path instead (early commits and all): "
+                         "'before' is then --before-tree/--before-rev with attribution on too")
     ap.add_argument("--work", help="folder for the rendered audio (default: a temporary one)")
     ap.add_argument("--tree", default=str(ROOT), help="the tree measured as 'after'")
     ap.add_argument("--out", default=str(ROOT / "bench/results/speakers"))
@@ -312,6 +347,21 @@ def main() -> None:
         return
     before_tree = None if args.no_before else (
         Path(args.before_tree) if args.before_tree else export(args.before_rev, work / "before"))
+    if args.live:
+        for name in names:
+            wav, utts = render(name, work, args.meeting_minutes)
+            entry = {"audio_s": _duration(wav), "sentences": utts}
+            for side, tree in (("before", before_tree), ("after", Path(args.tree))):
+                if tree is None:
+                    continue
+                r = run_child(tree, wav, "auto:live", work / f"{name}.{side}.live.json")
+                entry[side] = {"voices": score(utts, r["labelled"]), "timbre": score(utts, r["labelled"], timbre),
+                               "labels": sorted({d["speaker"] for d in r["labelled"] if d["speaker"]}),
+                               "finals": len(r["labelled"]), "labelled": r["labelled"]}
+                print(name, side, json.dumps({k: v for k, v in entry[side].items() if k != "labelled"}), flush=True)
+            result["inputs"][name] = entry
+        Path(args.out + ".json").write_text(json.dumps(result, indent=1))
+        return
     for name in names:
         wav, utts = render(name, work, args.meeting_minutes)
         after = run_child(Path(args.tree), wav, "auto", work / f"{name}.after.json")

@@ -18,9 +18,10 @@ backend (built-in, Audio8, TFLite, remote):
    each side is tried once more;
 3. each piece goes to a speaker by :class:`~captioner.speakers.clustering.SpeakerClusters`
    (shared by every attributed source of the run); a final with less than
-   :data:`SHORT_S` of speech of its own (token-by-token backends, a "Yes.") is judged on
-   the last :data:`CONTEXT_S` of speech up to its end instead, and an unsure one keeps the
-   previous speaker.
+   :data:`SHORT_S` of speech of its own (token-by-token backends, the live path's early
+   commits, a "Yes.") is judged on up to :data:`CONTEXT_S` of the utterance it belongs to
+   (speech joined to it across pauses under :data:`UTTERANCE_GAP_S`, before and after),
+   and an unsure one keeps the previous speaker.
 
 The speaker model loads on a background thread when the run starts (:class:`SpeakerRegistry`);
 if it cannot load, the run gets one :class:`~captioner.events.Notice` (code
@@ -30,6 +31,7 @@ boundaries and every other event pass through unchanged.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import threading
 from typing import Callable, Sequence
@@ -46,8 +48,12 @@ from captioner.speakers.stretches import speech_runs, split_text
 HISTORY_S = 120.0
 #: A final with less speech than this (s) is judged on its context.
 SHORT_S = 1.0
-#: Seconds of speech up to a short final's end that its speaker is judged on.
+#: Seconds of speech round a short final that its speaker is judged on.
 CONTEXT_S = 2.0
+#: Pauses (s) shorter than this stay inside one utterance (one speaker) for a short final's context.
+UTTERANCE_GAP_S = 0.25
+#: Most audio (s) a short final waits for the rest of its utterance (see SpeakerTracker.label).
+MAX_HOLD_S = 1.0
 #: Least speech (s) embedded at all; less keeps the previous speaker.
 MIN_EMBED_S = 0.3
 #: Least speech (s) on each side of a cut inside a line.
@@ -178,6 +184,7 @@ class SpeakerTracker:
         self.registry = registry if registry is not None else SpeakerRegistry(options)
         self._ring = _Ring(int(HISTORY_S * sample_rate))
         self.previous = ""
+        self._queue: collections.deque[Event] = collections.deque()  # events waiting behind a short final
 
     def feed(self, samples: np.ndarray, start: int) -> None:
         """Keep ``samples`` (``[n] float32``, already sanitised) that start at stream sample ``start``."""
@@ -189,16 +196,54 @@ class SpeakerTracker:
         self._ring = _Ring(len(self._ring.data))
         self.previous = ""
 
-    def label(self, events: Sequence[Event]) -> list[Event]:
+    def label(self, events: Sequence[Event], flush: bool = False) -> list[Event]:
         """``events`` with every non-empty final ``TextDelta`` labelled (``speaker`` set), split in
-        two or more deltas where the voice changes inside it; everything else unchanged."""
+        two or more deltas where the voice changes inside it; everything else unchanged.
+
+        A final with less than :data:`SHORT_S` of speech of its own whose utterance is still
+        going on (no pause of :data:`UTTERANCE_GAP_S` after it yet, less than :data:`CONTEXT_S` of
+        its speech heard) waits, with every event behind it, until it is: at most
+        :data:`MAX_HOLD_S` of audio later. The live path commits a line's first agreed words
+        ("Sure,") about 0.3 s after they are said; judged at once, they sounded like whoever
+        spoke before. Order is kept; ``flush`` (the end of the stream) labels everything now.
+        """
+        self._queue.extend(events)
         out: list[Event] = []
-        for ev in events:
+        while self._queue:
+            ev = self._queue[0]
             if isinstance(ev, TextDelta) and ev.final and ev.text.strip() and not ev.speaker:
+                if not flush and not self._ready(ev):
+                    break
                 out.extend(self._label(ev))
             else:
                 out.append(ev)
+            self._queue.popleft()
         return out
+
+    def _ready(self, ev: TextDelta) -> bool:
+        """True when final ``ev`` can be judged: enough speech of its own, its utterance closed by
+        a pause or long enough, or :data:`MAX_HOLD_S` of audio heard after it."""
+        sr = self.sample_rate
+        a, b = int(round(ev.start * sr)), int(round(ev.end * sr))
+        if self._ring.end - b >= MAX_HOLD_S * sr or self.registry.encoder(0.0) is None:
+            return True  # waited long enough, or no model (still loading or failed): nothing to wait for
+        wav = self._ring.read(a, self._ring.end)
+        runs = speech_runs(wav, sr)
+        own = sum(min(e, b - a) - s for s, e in runs if s < b - a)
+        if own >= SHORT_S * sr:
+            return True
+        gap = int(UTTERANCE_GAP_S * sr)
+        edge = max((e for s, e in runs if s < b - a), default=0)
+        total = own
+        for s, e in runs:
+            if s < b - a:
+                continue
+            if s - max(edge, b - a) >= gap:
+                return True  # a pause after it: the utterance is over
+            edge, total = e, total + (e - s)
+            if total >= CONTEXT_S * sr:
+                return True
+        return len(wav) - max(edge, b - a) >= gap
 
     # -- internals -----------------------------------------------------------------------------
     def _label(self, ev: TextDelta) -> list[Event]:
@@ -221,22 +266,24 @@ class SpeakerTracker:
         return self._split(ev, runs, emb, weights, pieces, a)
 
     def _short(self, ev: TextDelta, enc, b: int, speech: float) -> TextDelta:
-        """A final with little speech of its own: judged on the speech up to its end."""
+        """A final with little speech of its own (a "Yes.", or the first words of a line that the
+        live path commits early): judged on the utterance it belongs to, the speech joined to its
+        own across pauses shorter than :data:`UTTERANCE_GAP_S`, before and after it, up to
+        :data:`CONTEXT_S` s. A change of speaker comes at a longer pause, so the previous speaker's
+        last words are not mixed in (they were, when the speech before the final was taken)."""
         sr = self.sample_rate
-        ctx = self._ring.read(b - int(3 * CONTEXT_S * sr), b)
+        a = int(round(ev.start * sr))
+        reach = int(2 * CONTEXT_S * sr)
+        lo = max(a - reach, self._ring.end - len(self._ring.data), 0)
+        ctx = self._ring.read(lo, b + reach)
         runs = voiced_runs(ctx, speech_runs(ctx, sr), self.registry.vad())
-        parts, total = [], 0.0
-        for s, e in reversed(runs):
-            take = min(e - s, int((CONTEXT_S - total) * sr))
-            if take <= 0:
-                break
-            parts.insert(0, ctx[e - take: e])
-            total += take / sr
+        parts, total = _utterance(ctx, runs, a - lo, b - lo, int(UTTERANCE_GAP_S * sr), CONTEXT_S * sr)
+        total /= sr
         if total < MIN_EMBED_S:
             return dataclasses.replace(ev, speaker=self.previous) if self.previous else \
                 self._assign(ev, None, speech)
         emb = enc.embed([np.concatenate(parts)])[0]
-        return self._assign(ev, emb, min(total, max(speech, total if not self.previous else speech)))
+        return self._assign(ev, emb, total)  # one utterance, one voice: all of its speech counts
 
     def _assign(self, ev: TextDelta, emb: np.ndarray | None, speech: float) -> TextDelta:
         if emb is None:  # nothing to go on at the very start: the first speaker
@@ -321,6 +368,38 @@ def voiced_runs(wav: np.ndarray, runs: list[tuple[int, int]], vad) -> list[tuple
         if inside.size and float(np.mean(inside >= 0.5)) >= VOICED_SHARE:
             keep.append((s, e))
     return keep
+
+
+def _utterance(wav: np.ndarray, runs: list[tuple[int, int]], a: int, b: int, gap: int,
+               most: float) -> tuple[list[np.ndarray], int]:
+    """The speech of the utterance round samples ``[a, b)`` of ``wav``: the runs that overlap it (or
+    the nearest one within ``gap``), joined with their neighbours across pauses shorter than ``gap``
+    samples, the nearest first, until ``most`` samples; ``(pieces in time order, samples)``."""
+    if not runs:
+        return [], 0
+    inside = [i for i, (s, e) in enumerate(runs) if s < b and e > a]
+    if not inside:
+        near = min(range(len(runs)), key=lambda i: max(runs[i][0] - b, a - runs[i][1]))
+        if max(runs[near][0] - b, a - runs[near][1]) >= gap:
+            return [], 0
+        inside = [near]
+    first, last = inside[0], inside[-1]
+    while first > 0 and runs[first][0] - runs[first - 1][1] < gap:
+        first -= 1
+    while last < len(runs) - 1 and runs[last + 1][0] - runs[last][1] < gap:
+        last += 1
+    # the delta's own runs, then the rest of the utterance, nearest first, until ``most``
+    order = inside + sorted((i for i in range(first, last + 1) if i not in inside),
+                            key=lambda i: max(runs[i][0] - b, a - runs[i][1]))
+    taken, total = {}, 0
+    for i in order:
+        s, e = runs[i]
+        take = min(e - s, int(most - total))
+        if take <= 0:
+            break
+        taken[i] = (s, s + take) if s >= b else (e - take, e)
+        total += take
+    return [wav[s:e] for _, (s, e) in sorted(taken.items())], total
 
 
 def _mean(emb: np.ndarray, w: np.ndarray) -> np.ndarray:
