@@ -216,11 +216,11 @@ def live_record(wav: str, speakers: str, record: dict) -> None:
     from captioner.events import TextDelta
     from captioner.speakers.options import parse_speakers
 
-    record["labelled"] = []
+    finals: list[dict] = []  # as the live path emits them (the tracker hook records its own copy)
 
     def on_event(ev) -> None:
         if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
-            record["labelled"].append(dict(text=ev.text, start=ev.start, end=ev.end, speaker=ev.speaker))
+            finals.append(dict(text=ev.text, start=ev.start, end=ev.end, speaker=ev.speaker))
 
     t0 = time.perf_counter()
     live = LiveCaptioner(load_backend("default"), [FileSource(wav, label="Meeting", realtime=True)], on_event,
@@ -228,6 +228,7 @@ def live_record(wav: str, speakers: str, record: dict) -> None:
     live.start()
     live.wait()
     record["wall_s"] = time.perf_counter() - t0
+    record["labelled"] = finals
     record["code"] = 0
 
 

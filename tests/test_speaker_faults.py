@@ -18,16 +18,10 @@ import soxr
 from captioner.events import TextDelta
 from captioner.speakers.options import AUTO
 from captioner.speakers.tracker import SpeakerRegistry, SpeakerTracker
+from tests.speech import SENTENCES as SPEECH
 
 RATE = 16000
-SENTENCES = [
-    "The meeting will start at nine tomorrow morning in the small conference room.",
-    "Please send the quarterly report to everyone on the team before Friday.",
-    "We need more time to test the new version of the software.",
-    "She said that the weather would be cold and rainy all week.",
-    "Thank you all for joining the call today.",
-    "The printer on the third floor is broken again.",
-]
+SENTENCES = [*SPEECH, "The printer on the third floor is broken again."]
 
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng")
 

@@ -197,3 +197,35 @@ def test_history_is_bounded():
     assert tr._ring.data.nbytes == int(HISTORY_S * RATE) * 4
     assert len(tr._ring.read(0, 10 * RATE)) == 0  # long gone
     assert len(tr._ring.read(299 * RATE, 300 * RATE)) == RATE
+
+
+class _LevelVad:
+    """A stand-in VAD: a window is speech when it is loud (the real one is tested in test_speaker_faults)."""
+
+    calls = 0
+
+    def initial_state(self):
+        return None
+
+    def __call__(self, window, state):
+        _LevelVad.calls += 1
+        return (1.0 if float(np.sqrt(np.mean(window ** 2))) > 0.05 else 0.0), state
+
+
+def test_voiced_windows_follow_the_stream_through_jumps_and_repeats():
+    from captioner.speakers.voicing import VoicedWindows
+
+    v = VoicedWindows(_LevelVad, capacity=100)
+    loud, quiet = _tone(1.024, 300), np.zeros(int(1.024 * RATE), np.float32)  # 32 windows each
+    v.feed(loud[:1000], 0)  # any block size
+    v.feed(loud[1000:], 1000)
+    v.feed(quiet, len(loud))
+    assert v.share(0, len(loud)) == 1.0 and v.share(len(loud), 2 * len(loud)) == 0.0
+    calls = _LevelVad.calls
+    v.feed(quiet[:5000], len(loud))  # fed again: nothing new
+    assert _LevelVad.calls == calls
+    v.feed(loud, 3 * len(loud))  # a jump: the skipped second is silence
+    assert v.share(2 * len(loud), 3 * len(loud)) == 0.0 and v.share(3 * len(loud), 4 * len(loud)) == 1.0
+    assert v.share(0, 512) is None  # forgotten (100 windows kept)
+    assert v.share(5 * len(loud), 6 * len(loud)) is None  # not heard yet
+    assert VoicedWindows(lambda: None, 10).share(0, 512) is None  # no VAD: no answer

@@ -8,8 +8,9 @@ backend (built-in, Audio8, TFLite, remote):
 
 1. the line's audio is taken from a bounded history (:data:`HISTORY_S`) by the delta's
    stream times, and its stretches of speech are found (:func:`~captioner.speakers.stretches.speech_runs`,
-   by level), keeping those Silero VAD hears as a voice (:func:`voiced_runs`: a line a backend
-   made of music or noise opens no speaker);
+   by level), keeping those Silero VAD heard as a voice while the audio was fed
+   (:class:`~captioner.speakers.voicing.VoicedWindows`: a line a backend made of music or noise
+   opens no speaker);
 2. each stretch is embedded (GE2E, :class:`~captioner.speakers.encoder.VoiceEncoder`, one
    model call per line); at each pause with at least :data:`MIN_SIDE_S` of speech on both
    sides, the speech before and after are compared: where they are least alike and either
@@ -42,6 +43,7 @@ from captioner.events import Event, Notice, TextDelta
 from captioner.speakers.clustering import SAME_FROM, SpeakerClusters
 from captioner.speakers.options import SpeakerOptions
 from captioner.speakers.stretches import speech_runs, split_text
+from captioner.speakers.voicing import VAD_WINDOW, VoicedWindows
 
 #: Seconds of a source's audio kept for labelling (finals come at most a few seconds after
 #: their audio; 120 s of 16 kHz float32 is 7.7 MB).
@@ -183,6 +185,7 @@ class SpeakerTracker:
         self.sample_rate = sample_rate
         self.registry = registry if registry is not None else SpeakerRegistry(options)
         self._ring = _Ring(int(HISTORY_S * sample_rate))
+        self._voicing = VoicedWindows(self.registry.vad, int(HISTORY_S * sample_rate) // VAD_WINDOW + 1)
         self.previous = ""
         self._queue: collections.deque[Event] = collections.deque()  # events waiting behind a short final
 
@@ -190,10 +193,12 @@ class SpeakerTracker:
         """Keep ``samples`` (``[n] float32``, already sanitised) that start at stream sample ``start``."""
         if len(samples):
             self._ring.write(np.asarray(samples, np.float32), start)
+            self._voicing.feed(samples, start)
 
     def reset(self) -> None:
         """Forget this source's audio (a new stream); the run's speakers are kept."""
         self._ring = _Ring(len(self._ring.data))
+        self._voicing = VoicedWindows(self.registry.vad, len(self._voicing.probs))
         self.previous = ""
 
     def label(self, events: Sequence[Event], flush: bool = False) -> list[Event]:
@@ -254,7 +259,7 @@ class SpeakerTracker:
         sr = self.sample_rate
         a, b = int(round(ev.start * sr)), int(round(ev.end * sr))
         wav = self._ring.read(a, b)
-        runs = voiced_runs(wav, speech_runs(wav, sr), self.registry.vad())
+        runs = self._voiced(speech_runs(wav, sr), a)
         speech = sum(e - s for s, e in runs) / sr
         if speech < SHORT_S:
             return [self._short(ev, enc, b, speech)]
@@ -264,6 +269,16 @@ class SpeakerTracker:
         if len(pieces) == 1:
             return [self._assign(ev, _mean(emb, weights), speech)]
         return self._split(ev, runs, emb, weights, pieces, a)
+
+    def _voiced(self, runs: list[tuple[int, int]], offset: int) -> list[tuple[int, int]]:
+        """The runs (sample ranges from stream sample ``offset``) that Silero VAD heard as speech in
+        at least :data:`VOICED_SHARE` of their windows; every run it has no answer for."""
+        out = []
+        for s, e in runs:
+            share = self._voicing.share(offset + s, offset + e)
+            if share is None or share >= VOICED_SHARE:
+                out.append((s, e))
+        return out
 
     def _short(self, ev: TextDelta, enc, b: int, speech: float) -> TextDelta:
         """A final with little speech of its own (a "Yes.", or the first words of a line that the
@@ -276,7 +291,7 @@ class SpeakerTracker:
         reach = int(2 * CONTEXT_S * sr)
         lo = max(a - reach, self._ring.end - len(self._ring.data), 0)
         ctx = self._ring.read(lo, b + reach)
-        runs = voiced_runs(ctx, speech_runs(ctx, sr), self.registry.vad())
+        runs = self._voiced(speech_runs(ctx, sr), lo)
         parts, total = _utterance(ctx, runs, a - lo, b - lo, int(UTTERANCE_GAP_S * sr), CONTEXT_S * sr)
         total /= sr
         if total < MIN_EMBED_S:
@@ -341,33 +356,6 @@ class SpeakerTracker:
             out.append(self._assign(delta, _mean(emb[lo:hi], w[lo:hi]), piece_w))
             text, t0, total, done = text[cut:], max(t0, t1), total - piece_w, 0.0
         return _merge_same(out)
-
-
-def voiced_runs(wav: np.ndarray, runs: list[tuple[int, int]], vad) -> list[tuple[int, int]]:
-    """The runs of ``runs`` (sample ranges of ``wav``, ``[n] float32`` at 16 kHz) that ``vad`` hears
-    as speech (p >= 0.5 in at least :data:`VOICED_SHARE` of their 32 ms windows); all of them when
-    ``vad`` is ``None``.
-
-    Args:
-        vad: a :class:`captioner.asr.vad.SileroVad` (``__call__(window [512], state)`` and
-            ``initial_state()``), run once over the whole of ``wav`` with a fresh state (about
-            0.1 ms per window).
-    """
-    if not runs or vad is None:
-        return runs
-    from captioner.asr.vad import VAD_WINDOW
-
-    n = len(wav) // VAD_WINDOW
-    probs = np.zeros(n, np.float32)
-    state = vad.initial_state()
-    for i in range(n):
-        probs[i], state = vad(wav[i * VAD_WINDOW: (i + 1) * VAD_WINDOW], state)
-    keep = []
-    for s, e in runs:
-        inside = probs[s // VAD_WINDOW: max(s // VAD_WINDOW + 1, e // VAD_WINDOW)]
-        if inside.size and float(np.mean(inside >= 0.5)) >= VOICED_SHARE:
-            keep.append((s, e))
-    return keep
 
 
 def _utterance(wav: np.ndarray, runs: list[tuple[int, int]], a: int, b: int, gap: int,
