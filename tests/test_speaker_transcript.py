@@ -317,7 +317,7 @@ class ScriptedTracker(SpeakerTracker):
         super().__init__(options, sample_rate, registry)
         self.change_s = change_s
 
-    def label(self, events, flush=False):
+    def label(self, events):
         from dataclasses import replace
 
         return [replace(e, speaker="Speaker 1" if e.start < self.change_s else "Speaker 2")

@@ -390,7 +390,7 @@ class StreamingSession:
             out += self.detector.finish()
         self._held = []
         if self.speakers is not None:
-            out = self.speakers.label(out, flush=True)  # a short final still waiting is labelled now
+            out = self.speakers.label(out)
         if not self._text_since_turn:
             return out
         self._text_since_turn = False

@@ -32,7 +32,6 @@ boundaries and every other event pass through unchanged.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import threading
 from typing import Callable, Sequence
@@ -54,8 +53,6 @@ SHORT_S = 1.0
 CONTEXT_S = 2.0
 #: Pauses (s) shorter than this stay inside one utterance (one speaker) for a short final's context.
 UTTERANCE_GAP_S = 0.25
-#: Most audio (s) a short final waits for the rest of its utterance (see SpeakerTracker.label).
-MAX_HOLD_S = 1.0
 #: Least speech (s) embedded at all; less keeps the previous speaker.
 MIN_EMBED_S = 0.3
 #: Least speech (s) on each side of a cut inside a line.
@@ -187,7 +184,6 @@ class SpeakerTracker:
         self._ring = _Ring(int(HISTORY_S * sample_rate))
         self._voicing = VoicedWindows(self.registry.vad, int(HISTORY_S * sample_rate) // VAD_WINDOW + 1)
         self.previous = ""
-        self._queue: collections.deque[Event] = collections.deque()  # events waiting behind a short final
 
     def feed(self, samples: np.ndarray, start: int) -> None:
         """Keep ``samples`` (``[n] float32``, already sanitised) that start at stream sample ``start``."""
@@ -201,54 +197,17 @@ class SpeakerTracker:
         self._voicing = VoicedWindows(self.registry.vad, len(self._voicing.probs))
         self.previous = ""
 
-    def label(self, events: Sequence[Event], flush: bool = False) -> list[Event]:
+    def label(self, events: Sequence[Event]) -> list[Event]:
         """``events`` with every non-empty final ``TextDelta`` labelled (``speaker`` set), split in
-        two or more deltas where the voice changes inside it; everything else unchanged.
-
-        A final with less than :data:`SHORT_S` of speech of its own whose utterance is still
-        going on (no pause of :data:`UTTERANCE_GAP_S` after it yet, less than :data:`CONTEXT_S` of
-        its speech heard) waits, with every event behind it, until it is: at most
-        :data:`MAX_HOLD_S` of audio later. The live path commits a line's first agreed words
-        ("Sure,") about 0.3 s after they are said; judged at once, they sounded like whoever
-        spoke before. Order is kept; ``flush`` (the end of the stream) labels everything now.
-        """
-        self._queue.extend(events)
+        two or more deltas where the voice changes inside it; everything else unchanged. Nothing
+        is held back: a final reaches the transcript and the journal the moment it is given."""
         out: list[Event] = []
-        while self._queue:
-            ev = self._queue[0]
+        for ev in events:
             if isinstance(ev, TextDelta) and ev.final and ev.text.strip() and not ev.speaker:
-                if not flush and not self._ready(ev):
-                    break
                 out.extend(self._label(ev))
             else:
                 out.append(ev)
-            self._queue.popleft()
         return out
-
-    def _ready(self, ev: TextDelta) -> bool:
-        """True when final ``ev`` can be judged: enough speech of its own, its utterance closed by
-        a pause or long enough, or :data:`MAX_HOLD_S` of audio heard after it."""
-        sr = self.sample_rate
-        a, b = int(round(ev.start * sr)), int(round(ev.end * sr))
-        if self._ring.end - b >= MAX_HOLD_S * sr or self.registry.encoder(0.0) is None:
-            return True  # waited long enough, or no model (still loading or failed): nothing to wait for
-        wav = self._ring.read(a, self._ring.end)
-        runs = speech_runs(wav, sr)
-        own = sum(min(e, b - a) - s for s, e in runs if s < b - a)
-        if own >= SHORT_S * sr:
-            return True
-        gap = int(UTTERANCE_GAP_S * sr)
-        edge = max((e for s, e in runs if s < b - a), default=0)
-        total = own
-        for s, e in runs:
-            if s < b - a:
-                continue
-            if s - max(edge, b - a) >= gap:
-                return True  # a pause after it: the utterance is over
-            edge, total = e, total + (e - s)
-            if total >= CONTEXT_S * sr:
-                return True
-        return len(wav) - max(edge, b - a) >= gap
 
     # -- internals -----------------------------------------------------------------------------
     def _label(self, ev: TextDelta) -> list[Event]:
@@ -283,9 +242,10 @@ class SpeakerTracker:
     def _short(self, ev: TextDelta, enc, b: int, speech: float) -> TextDelta:
         """A final with little speech of its own (a "Yes.", or the first words of a line that the
         live path commits early): judged on the utterance it belongs to, the speech joined to its
-        own across pauses shorter than :data:`UTTERANCE_GAP_S`, before and after it, up to
-        :data:`CONTEXT_S` s. A change of speaker comes at a longer pause, so the previous speaker's
-        last words are not mixed in (they were, when the speech before the final was taken)."""
+        own across pauses shorter than :data:`UTTERANCE_GAP_S`, before it and after it as far as
+        the audio has come, up to :data:`CONTEXT_S` s. A change of speaker comes at a longer
+        pause, so the previous speaker's last words are not mixed in (they were, when the speech
+        before the final was taken)."""
         sr = self.sample_rate
         a = int(round(ev.start * sr))
         reach = int(2 * CONTEXT_S * sr)
