@@ -126,13 +126,10 @@ def widget_name(widget) -> str:
 def main(argv: list[str]) -> int:
     seconds = float(argv[1])
     app = QApplication(argv[:1])
-    from ui_fakes import fake_factories, speech, write_wav
+    from ui_fakes import fake_factories, file_window, speech, write_wav
 
     from captioner.engine.qt_worker import EngineController, EngineWorker
-    from captioner.ui.main_window import MainWindow
-    from captioner.ui.overlay import CaptionOverlay
-    from captioner.ui.recorder import TranscriptRecorder
-    from captioner.ui.settings import Keys, Settings
+    from captioner.ui.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="atspi-app-"))
     settings = Settings.from_file(str(tmp / "captioner.ini"))
@@ -146,12 +143,7 @@ def main(argv: list[str]) -> int:
 
     controller = EngineController(EngineWorker(bf, sf, pipeline_factory))
     dialogs: list = []
-    overlay = CaptionOverlay(settings)
-    settings.set(Keys.SOURCE_MODE, "file")
-    settings.set(Keys.FILE, str(tmp / "talk.wav"))
-    win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp / "journal"))
-    win.ask_unsaved = lambda: "discard"
-    win.show()
+    win, overlay = file_window(settings, controller, tmp)
     overlay.show()
 
     def open_settings() -> None:  # as the app does (captioner.ui.app.CaptionerApp.open_settings)

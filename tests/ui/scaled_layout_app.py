@@ -79,13 +79,10 @@ def main(argv: list[str]) -> int:
     font = app.font()
     font.setPointSizeF(font.pointSizeF() * factor)
     app.setFont(font)
-    from ui_fakes import fake_factories, speech, write_wav
+    from ui_fakes import fake_factories, file_window, speech, write_wav
 
     from captioner.engine.qt_worker import EngineController, EngineWorker
-    from captioner.ui.main_window import MainWindow
-    from captioner.ui.overlay import CaptionOverlay
-    from captioner.ui.recorder import TranscriptRecorder
-    from captioner.ui.settings import Keys, Settings
+    from captioner.ui.settings import Settings
     from captioner.ui.settings_dialog import SettingsDialog
 
     tmp = Path(tempfile.mkdtemp(prefix="scaled-app-"))
@@ -93,12 +90,7 @@ def main(argv: list[str]) -> int:
     write_wav(tmp / "talk.wav")
     bf, sf, pf, _ = fake_factories({"talk.wav": speech(["alpha"])})
     controller = EngineController(EngineWorker(bf, sf, pf))
-    overlay = CaptionOverlay(settings)
-    settings.set(Keys.SOURCE_MODE, "file")
-    settings.set(Keys.FILE, str(tmp / "talk.wav"))
-    win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp / "journal"))
-    win.ask_unsaved = lambda: "discard"
-    win.show()
+    win, _overlay = file_window(settings, controller, tmp)
     dialog = SettingsDialog(settings, win, shortcut_status="Desktop-wide")
     dialog.show()
 

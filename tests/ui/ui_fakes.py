@@ -184,3 +184,20 @@ def run_and_stop(qtbot, win, record) -> None:
     qtbot.waitUntil(lambda: win.overlay.visible_text() != "" and win.start_button.text() == "Stop", timeout=5000)
     win.start_button.click()
     qtbot.waitUntil(lambda: win.engine_state == "idle", timeout=5000)
+
+
+def file_window(settings, controller, tmp: Path):
+    """The main window (and its overlay) captioning ``tmp/talk.wav`` through ``controller``, shown, as
+    the standalone test apps (atspi_app.py, scaled_layout_app.py) build it; returns ``(win, overlay)``."""
+    from captioner.ui.main_window import MainWindow
+    from captioner.ui.overlay import CaptionOverlay
+    from captioner.ui.recorder import TranscriptRecorder
+    from captioner.ui.settings import Keys
+
+    overlay = CaptionOverlay(settings)
+    settings.set(Keys.SOURCE_MODE, "file")
+    settings.set(Keys.FILE, str(tmp / "talk.wav"))
+    win = MainWindow(settings, overlay, controller, TranscriptRecorder(journal_dir=tmp / "journal"))
+    win.ask_unsaved = lambda: "discard"
+    win.show()
+    return win, overlay
