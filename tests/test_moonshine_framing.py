@@ -217,7 +217,9 @@ def test_a_real_reading_stops_at_its_stop_and_reads_the_same_at_once(tmp_path):
             assert once.read(piece) == turn.read(piece)
     finally:
         once.close()
-    assert once.started_at_once == 3
+    # each piece's framed reading on the helper, and for a piece both framings left unsure one
+    # of its two retimed readings (line_framing.FURTHER_RATES)
+    assert once.started_at_once >= 3
 
 
 @pytest.mark.slow

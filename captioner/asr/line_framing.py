@@ -1,4 +1,4 @@
-"""A completed line's final text: the surer of two framings of its audio (issue 27).
+"""A completed line's final text: the surest of up to five framings of its audio (issues 27, 40).
 
 The default model's reading of a line flips with shifts of its framing of a few milliseconds,
 in no fixed direction. So a completed line is read as cut and, unless the model is sure of that
@@ -14,13 +14,22 @@ the silence), the old runtime 14.7 / 20.2 / 23.4 %; the surer of the two: 10.1 /
 The silence before the line also reads a clip that starts abruptly in loud sound, which alone
 reads as nothing (espeak-ng speech 20x over full scale, clipped flat).
 
+A line whose surer reading of the two is still unsure is read three more times, played 10 %
+slower and 10 % and 20 % faster (:data:`FURTHER_RATES`, :func:`retimed`), and the surest of all
+its readings is kept (:func:`surest`): 10.1 / 13.3 / 16.8 / 7.36 % -> 7.3 / 9.0 / 15.0 / 5.3 %
+WER on the sets and the 20-minute meeting (issue 40; the rates tried are listed at
+:data:`FURTHER_RATES`). A small beam search (3, length-normalised) on the two framings
+gained at most 0.6 points, at twice the decoder steps; the speed of the speech is what the
+model's misreadings of these voices turn on.
+
 Read one after the other, an unsure line's final waits for two decodes. Live, where a line's
 final is what the reader waits for, :class:`LineReader` with ``at_once=True`` starts the framed
 reading on a helper thread at the same time as the reading as cut (ONNX Runtime releases the
 GIL; each decode runs on one intra-op thread, so the two use both cores) and cancels it
 between two decoder steps when the reading as cut turns out sure. The text is the same as
 reading them in turn; the final of an unsure line (35-40 % of them) comes after the longer of
-the two decodes instead of after both. The file path (``captioner transcribe``) reads two lines
+the two decodes instead of after both; the retimed readings of a line still unsure go the same
+way (the slower one here, the faster two on the helper). The file path (``captioner transcribe``) reads two lines
 at once instead (:mod:`captioner.asr.line_pool`) and reads each line's framings in turn.
 
 No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_scored``).
@@ -30,7 +39,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -46,6 +55,17 @@ FRAME_TAIL_S = 0.6
 #: least this is kept without the second framing: the model is sure of it (60-65 % of the
 #: lines of ``bench/voice_sets.py``, same WER there as always reading both).
 SURE_LOGPROB = -0.1
+#: Playback rates of the further framings of a line whose surer reading of the two is still
+#: below :data:`SURE_LOGPROB` (:func:`retimed`): 10 % slower, 10 % and 20 % faster; the
+#: surest of all its readings is the final text. Measured 2026-12-06 (issue 40), replaying
+#: the lines ``captioner transcribe`` cut from ``bench/voice_sets.py``'s sets 1-3 and its
+#: 20-minute meeting (WER %, sets 1 / 2 / 3 / meeting): two framings 10.1 / 13.3 / 16.8 /
+#: 7.36; with (0.9, 1.1) 8.3 / 9.6 / 15.6 / 5.87; (0.85, 0.9, 1.1) 7.8 / 9.0 / 15.6 / 5.63;
+#: (0.8, 0.9, 1.1) 8.3 / 9.0 / 15.6 / 5.96; **(0.9, 1.1, 1.2) 7.8 / 9.6 / 13.8 / 5.29**; a
+#: beam of 3 (length-normalised) on the two framings instead 10.6 / 12.8 / 16.2 / -; four
+#: plain framings (silence 0-0.5 s before, 0-1 s after) 9.6 / 12.8 / 16.2 / -. About half of
+#: the lines of the sets (a third of the meeting's) are read retimed.
+FURTHER_RATES = (0.9, 1.1, 1.2)
 #: A line of at least this many seconds that one framing reads as words and the other as
 #: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
 #: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
@@ -66,15 +86,43 @@ def framed(clip: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
                            np.zeros(int(FRAME_TAIL_S * sample_rate), np.float32)])
 
 
+def retimed(clip: np.ndarray, rate: float, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """``clip`` (``[n] float32``) played at ``rate`` times its speed (0.9: 10 % slower and lower;
+    soxr resampling, pitch moves with the speed), then :func:`framed`: ``[~n / rate + lead +
+    tail] float32``."""
+    import soxr
+
+    out = soxr.resample(np.asarray(clip, np.float32), sample_rate, int(round(sample_rate / rate)))
+    return framed(np.asarray(out, np.float32), sample_rate)
+
+
+def surest(readings: Sequence[tuple[str, float]], n_samples: int,
+           sample_rate: int = SAMPLE_RATE) -> tuple[str, float]:
+    """The final reading ``(text, mean log-probability)`` of a line of ``n_samples`` samples
+    among its ``readings`` (the one as cut first): on a line of at least :data:`WORDS_MIN_S`,
+    a reading with words over one without; then the highest score, the earliest on a tie.
+
+    Raises:
+        ValueError: ``readings`` is empty.
+    """
+    pool = list(readings)
+    if not pool:
+        raise ValueError("no reading to choose from")
+    if n_samples >= WORDS_MIN_S * sample_rate and any(text for text, _ in pool):
+        pool = [r for r in pool if r[0]]  # words read in one framing are not silence
+    best = pool[0]
+    for reading in pool[1:]:
+        if reading[1] > best[1]:
+            best = reading
+    return best
+
+
 def surer(cut: tuple[str, float], other: tuple[str, float], n_samples: int,
           sample_rate: int = SAMPLE_RATE) -> str:
     """The final text of a line of ``n_samples`` samples from its two readings ``(text, mean
     log-probability)``: words over nothing on a line of at least :data:`WORDS_MIN_S`, else the
-    reading with the higher score (the one as cut on a tie)."""
-    (text, score), (text2, score2) = cut, other
-    if n_samples >= WORDS_MIN_S * sample_rate and bool(text) != bool(text2):
-        return text or text2  # words read in one framing are not silence
-    return text2 if score2 > score else text
+    reading with the higher score (the one as cut on a tie); :func:`surest` of the two."""
+    return surest((cut, other), n_samples, sample_rate)[0]
 
 
 class LineReader:
@@ -135,10 +183,30 @@ class LineReader:
                 return collapse_repeats(cut[0])
             needed = True
             other = second[0].result() if second else self._scored(framed(clip, sr), **kw)
-            return collapse_repeats(surer(cut, self._reading(other), len(clip), sr))
+            best = surest((cut, self._reading(other)), len(clip), sr)
+            if best[1] < SURE_LOGPROB and FURTHER_RATES:
+                best = surest([best] + self._further(clip, kw), len(clip), sr)
+            return collapse_repeats(best[0])
         finally:
             if second and not needed:  # sure as cut, or the first reading failed: cancel the second
                 future, stop = second
+                stop.set()
+                future.add_done_callback(self._count_cancelled)
+
+    def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
+        """The readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`), in that order.
+        Reading at once, the first is read here and the others on the helper thread meanwhile
+        (the slowest clip is the longest: ~1.1 against ~0.9 + 0.8 of the line), else all in turn."""
+        clips = [retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES]
+        helped = [self._start_second(c, kw) for c in clips[1:]] if self._helper is not None else []
+        try:
+            out = [self._reading(self._scored(c, **kw)) for c in clips[: len(clips) - len(helped)]]
+            for future, _stop in helped:
+                out.append(self._reading(future.result()))
+            helped = []
+            return out
+        finally:
+            for future, stop in helped:  # a reading failed: the helper's are not needed
                 stop.set()
                 future.add_done_callback(self._count_cancelled)
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from captioner import heap
 from captioner.asr.agreement import MIN_GAP_S, LineAgreement, lower_first
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
@@ -318,6 +319,8 @@ class MoonshineBackend(Backend):
             if state.partial:
                 out.append(TextDelta("", end, end, final=False))
                 state.partial = ""
+        if any(ev.end is not None for ev in events):
+            heap.trim()  # a line ended: its decode buffers back to the system (at most every 10 s)
         return out
 
     def _line_events(self, state: _LineState, rest: str, start: float, end: float, had: bool) -> list[Event]:

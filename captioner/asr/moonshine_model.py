@@ -41,6 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
+from captioner import heap
 from captioner.asr.base import BackendError, DecodeCancelled
 from captioner.asr.draft_tokens import check_draft, continuation, log_softmax_at
 from captioner.asr import hotword_speculation
@@ -77,7 +78,10 @@ def session_options(prepack: bool = False):
     Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
     never drops one, and here every line has its own length (encoder) and every decoder step its
     own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
-    arena still reuses its blocks.
+    arena would still keep its blocks.
+    Arena off: it kept the largest activations ever needed (an encoder run on a 30 s line) for
+    the rest of the process; without it the buffers go through ``malloc``, which
+    :mod:`captioner.heap` makes give them back (issue 40: a live run 449 -> 394 MB resident).
     """
     import onnxruntime as ort
 
@@ -87,6 +91,7 @@ def session_options(prepack: bool = False):
     opts.log_severity_level = 3
     opts.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
     opts.enable_mem_pattern = False
+    opts.enable_cpu_mem_arena = False
     return opts
 
 
@@ -119,6 +124,7 @@ class MoonshineModel:
         except (OSError, ValueError) as exc:
             raise BackendError(f"Cannot read the default model's tokenizer ({exc})") from exc
         self.prepared = prepared or prepare(self.model_dir, cache_root, progress)
+        heap.tune()  # the arena is off: big activation buffers are mapped and given back
         try:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])

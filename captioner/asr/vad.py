@@ -70,6 +70,7 @@ class SileroVad:
         opts.inter_op_num_threads = 1
         opts.intra_op_num_threads = 1
         opts.log_severity_level = 3
+        opts.enable_cpu_mem_arena = False  # activations back to malloc each run (captioner.heap)
         self.session = ort.InferenceSession(path or silero_model_path(), sess_options=opts,
                                             providers=["CPUExecutionProvider"])
         self._sr = np.array(MODEL_RATE, dtype=np.int64)

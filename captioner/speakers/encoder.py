@@ -71,6 +71,7 @@ class VoiceEncoder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
+        opts.enable_cpu_mem_arena = False  # activations back to malloc each run (captioner.heap)
         try:
             self._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
