@@ -171,6 +171,40 @@ def main() -> None:
              "note": "simulated wall clock from recorded re-decode times and costs (see the docstring)",
              "loadavg": [round(x, 1) for x in __import__("os").getloadavg()],
              "policies": results}, indent=1))
+        plot_curve(results, Path(args.out).with_suffix(".png"))
+
+
+def plot_curve(results: dict, path: Path) -> None:
+    """Age of the words shown (partial p50 and p95) against erasure, one curve per ``min_gap_s``
+    (the points are the ``age_s`` values) with the raw tail alone: ``path`` (PNG). Issue 40.2's
+    target (p95 <= 1.1 s, p50 <= 0.7 s, erasure <= 0.3) is drawn as a box."""
+    import re
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    curves: dict[str, list] = {}
+    for name, r in results.items():
+        m = re.match(r"steady, age_s=([^,]+), min_gap_s=([0-9.]+)$", name)
+        if m:
+            curves.setdefault(m.group(2), []).append((r["erasure"], r["partial_p95"], r["partial_p50"], m.group(1)))
+        elif name == "raw (before)":
+            ax.plot([r["erasure"]], [r["partial_p95"]], "kx", label="raw tail (p95)")
+    for gap, pts in curves.items():
+        pts.sort()
+        line, = ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"min_gap_s={gap}: p95")
+        ax.plot([p[0] for p in pts], [p[2] for p in pts], "s--", color=line.get_color(), label=f"min_gap_s={gap}: p50")
+        for e, p95, _p50, age in pts:
+            ax.annotate(f"age_s={age}", (e, p95), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    ax.add_patch(plt.Rectangle((0, 0), 0.3, 1.1, fill=False, ls=":", color="green"))
+    ax.set(xlabel="erasure (words taken back per final word)", ylabel="age of the words shown (s)",
+           title="Steady tail: age of the words shown against erasure (replayed)", xlim=(0, 0.8))
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

@@ -140,3 +140,40 @@ def test_a_failing_retimed_reading_raises_and_cancels_the_helpers():
     finally:
         reader.close()
     assert stopped.is_set()
+
+
+def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
+    """Live, the line's final does not wait for a retimed reading past FURTHER_BUDGET_S: the
+    surest of the readings that ended is kept (the file path would wait for all of them)."""
+    import time
+
+    from captioner.asr.line_framing import FURTHER_BUDGET_S
+
+    clip = line(2.0)
+    cancelled: list[str] = []
+
+    class Slow(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            kind = kind_of(self.n_clip, len(audio))
+            if kind in ("slower", "fastest"):  # stuck until cancelled (the surest, had they ended)
+                self.calls.append(kind)
+                assert stop is not None and stop.wait(5), f"the {kind} reading was never cancelled"
+                cancelled.append(kind)
+                raise DecodeCancelled("late")
+            return super().transcribe_scored(audio, stop)
+
+    model = Slow(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.01), faster=("d", -0.2),
+                 fastest=("e", -0.01))
+    reader = LineReader(model, at_once=True)
+    try:
+        t0 = time.monotonic()
+        assert reader.read(clip) == "d"
+        took = time.monotonic() - t0
+    finally:
+        reader.close()
+    assert FURTHER_BUDGET_S - 0.05 <= took < FURTHER_BUDGET_S + 0.5, took
+    assert reader.late == 2 and "slower" in cancelled
+    # read in turn (the file path), nothing is left out: the same model's readings all end
+    model = Scripted(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.01), faster=("d", -0.2),
+                     fastest=("e", -0.01))
+    assert LineReader(model).read(clip) == "c"

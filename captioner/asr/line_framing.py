@@ -38,7 +38,9 @@ No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_sco
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+import time
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Sequence
 
 import numpy as np
@@ -66,6 +68,14 @@ SURE_LOGPROB = -0.1
 #: plain framings (silence 0-0.5 s before, 0-1 s after) 9.6 / 12.8 / 16.2 / -. About half of
 #: the lines of the sets (a third of the meeting's) are read retimed.
 FURTHER_RATES = (0.9, 1.1, 1.2)
+#: Live (reading at once), the retimed readings of a line must end within this many seconds of
+#: their start (the line's final waits for them); one still running then is cancelled and left
+#: out, so live reads fewer of them on a busy machine or a long line than the file path does.
+#: Each costs an encoder run (~25-35 ms per second of audio here) and a decode from the draft:
+#: a 4 s line's three take ~0.5 s on 2 cores beside the partial re-decodes, which put a
+#: line's final at p95 1.5 s after its audio (2-minute meeting, 2026-12-06, issue 40) against
+#: 0.43 s with two framings.
+FURTHER_BUDGET_S = 0.25
 #: A line of at least this many seconds that one framing reads as words and the other as
 #: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
 #: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
@@ -150,6 +160,8 @@ class LineReader:
         #: lines whose second framing was started beside the first, and how many of those were
         #: cancelled (the first reading was sure or failed): what the speculation did (tests read them)
         self.started_at_once = 0
+        #: retimed readings left out live because they ran past :data:`FURTHER_BUDGET_S`
+        self.late = 0
         self.cancelled = 0
         self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
         self._lock = threading.Lock()
@@ -195,20 +207,37 @@ class LineReader:
 
     def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
         """The readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`), in that order.
-        Reading at once, the first is read here and the others on the helper thread meanwhile
-        (the slowest clip is the longest: ~1.1 against ~0.9 + 0.8 of the line), else all in turn."""
+
+        Read in turn (the file path), all of them. Reading at once (live), the first is read
+        here and the others on the helper thread meanwhile, within :data:`FURTHER_BUDGET_S`:
+        a reading still running then is cancelled at its next decoder step and left out."""
         clips = [retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES]
-        helped = [self._start_second(c, kw) for c in clips[1:]] if self._helper is not None else []
+        if self._helper is None:
+            return [self._reading(self._scored(c, **kw)) for c in clips]
+        deadline = time.monotonic() + FURTHER_BUDGET_S
+        helped = [self._start_second(c, kw) for c in clips[1:]]
+        own = threading.Event()
+        timer = threading.Timer(FURTHER_BUDGET_S, own.set)
+        timer.daemon = True
+        timer.start()
+        out: list[tuple[str, float]] = []
         try:
-            out = [self._reading(self._scored(c, **kw)) for c in clips[: len(clips) - len(helped)]]
-            for future, _stop in helped:
-                out.append(self._reading(future.result()))
-            helped = []
+            try:
+                out.append(self._reading(self._scored(clips[0], stop=own, **kw)))
+            except DecodeCancelled:
+                self.late += 1
+            for future, stop in helped:
+                try:
+                    out.append(self._reading(future.result(timeout=max(0.0, deadline - time.monotonic()))))
+                except (FutureTimeout, DecodeCancelled, CancelledError):
+                    self.late += 1
             return out
         finally:
-            for future, stop in helped:  # a reading failed: the helper's are not needed
-                stop.set()
-                future.add_done_callback(self._count_cancelled)
+            timer.cancel()
+            for future, stop in helped:  # those not finished (late, or a reading failed)
+                if not future.done():
+                    stop.set()
+                    future.add_done_callback(self._count_cancelled)
 
     def _start_second(self, clip: np.ndarray, kw: dict) -> tuple[Future, threading.Event]:
         """Start reading the framed ``clip`` (decode arguments ``kw``) on the helper thread;

@@ -169,6 +169,8 @@ class MoonshineModel:
         """
         if len(audio) < SAMPLE_RATE // 10:  # under 0.1 s: nothing the encoder can read
             return []
+        if stop is not None and stop.is_set():  # cancelled while queued: not even the encoder
+            raise DecodeCancelled("the reading is not needed any more")
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
         return self.decode(hidden, budget, bias, logprobs, stop, draft)
