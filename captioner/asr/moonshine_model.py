@@ -377,6 +377,7 @@ class MoonshineModel:
             except Exception as exc:  # onnxruntime raises its own exception types
                 raise BackendError(f"Could not load the prepared default model ({exc})") from exc
             self.prepacked = True
+        heap.trim(force=True)  # the old session's and the packing's freed buffers back to the system
 
 
 _SHARED: dict[tuple, MoonshineModel] = {}
