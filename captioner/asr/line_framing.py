@@ -70,12 +70,13 @@ SURE_LOGPROB = -0.1
 FURTHER_RATES = (0.9, 1.1, 1.2)
 #: Live (reading at once), the retimed readings of a line must end within this many seconds of
 #: their start (the line's final waits for them); one still running then is cancelled and left
-#: out, so live reads fewer of them on a busy machine or a long line than the file path does.
-#: Each costs an encoder run (~25-35 ms per second of audio here) and a decode from the draft:
-#: a 4 s line's three take ~0.5 s on 2 cores beside the partial re-decodes, which put a
-#: line's final at p95 1.5 s after its audio (2-minute meeting, 2026-12-06, issue 40) against
-#: 0.43 s with two framings.
-FURTHER_BUDGET_S = 0.25
+#: out, so live reads fewer of them than the file path only on a loaded machine or a long line.
+#: Each costs an encoder run (~25-35 ms per second of audio here) and a decode from the draft.
+#: Measured 2026-12-06 (issue 40), 2 cores, beside the partial re-decodes: waiting for all
+#: three put finals at p95 1.5 s after their audio on the 2-minute meeting (0.43 s with two
+#: framings); a 0.25 s budget kept the 20-minute meeting's finals at p95 0.85 s (0.69 s
+#: before) but left most retimed readings out: live WER 7.45 % against 5.34 % one-pass.
+FURTHER_BUDGET_S = 1.0
 #: A line of at least this many seconds that one framing reads as words and the other as
 #: nothing keeps the words, whatever the scores (Moonshine reads a clip that starts abruptly
 #: in loud sound as nothing; measured 2026-12-01: the clipped sentence above).
