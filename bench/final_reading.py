@@ -101,7 +101,7 @@ def beam_reader(model, width: int):
                 if t == END:
                     done.append((toks, lps + [lp]))
                 else:
-                    grown.append((toks + [t], lps + [lp], [x[bi:bi + 1] for x in c]))
+                    grown.append((toks + [t], lps + [lp], c))  # c: this beam's cache, a batch of 1
                 if len(grown) >= width:
                     break
             if not grown or len(done) >= width:
