@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
 import time
 
@@ -54,12 +55,16 @@ def _glibc():
 def tune() -> bool:
     """Fix glibc's mmap threshold at :data:`MMAP_THRESHOLD` bytes, once per process.
 
+    ``CAPTIONER_HEAP_TUNE=0`` in the environment leaves glibc's default (the test suite's own
+    process sets it: its memory tests compare the resident size of one long-lived process, whose
+    earlier tests load the model; ``tests/test_heap.py`` checks the tuning in fresh processes).
+
     Returns:
-        True when glibc took it (now or earlier), False elsewhere.
+        True when glibc took it (now or earlier), False elsewhere or when switched off.
     """
     global _tuned
     libc = _glibc()
-    if libc is None:
+    if libc is None or os.environ.get("CAPTIONER_HEAP_TUNE", "1") == "0":
         return False
     with _lock:
         if not _tuned:

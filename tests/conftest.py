@@ -21,10 +21,15 @@ of the suite's process with torch and TensorFlow loaded takes about 0.3 s; froze
 """
 
 import gc
+import os
 import signal
 import sys
 
 import pytest
+
+# captioner.heap: glibc's default mmap threshold in this long-lived process (its RSS tests compare
+# one process across many tests); tests/test_heap.py checks the tuning in fresh processes
+os.environ.setdefault("CAPTIONER_HEAP_TUNE", "0")
 
 
 def pytest_configure(config):

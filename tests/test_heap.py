@@ -31,7 +31,7 @@ import numpy as np
 from captioner import heap
 from tests.test_heap import mapped_bytes
 if sys.argv[1] == "tuned":
-    assert heap.tune()
+    assert heap.tune() and heap.tune()  # once per process, True on every call
 first = np.ones(16 << 20, np.uint8)  # numpy allocates through malloc: a mapped block
 del first                            # glibc's default now raises its threshold to 16 MB
 before = mapped_bytes()
@@ -49,11 +49,17 @@ def test_after_tune_a_freed_big_block_does_not_raise_the_threshold(mode, mapped_
     import subprocess
     from pathlib import Path
 
+    import os
+
     root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, CAPTIONER_HEAP_TUNE="1")
     out = subprocess.run([sys.executable, "-c", SCENARIO, mode], cwd=root, capture_output=True, text=True,
-                         check=True, timeout=60)
+                         check=True, timeout=60, env=env)
     assert int(out.stdout.split()[-1]) == mapped_mb
-    assert heap.tune() and heap.tune()  # once per process, True on every call
+    switched_off = subprocess.run([sys.executable, "-c", "from captioner import heap; print(heap.tune())"],
+                                  cwd=root, capture_output=True, text=True, check=True, timeout=60,
+                                  env=dict(os.environ, CAPTIONER_HEAP_TUNE="0"))
+    assert switched_off.stdout.split()[-1] == "False"
 
 
 @glibc
