@@ -121,11 +121,7 @@ def surest(readings: Sequence[tuple[str, float]], n_samples: int,
         raise ValueError("no reading to choose from")
     if n_samples >= WORDS_MIN_S * sample_rate and any(text for text, _ in pool):
         pool = [r for r in pool if r[0]]  # words read in one framing are not silence
-    best = pool[0]
-    for reading in pool[1:]:
-        if reading[1] > best[1]:
-            best = reading
-    return best
+    return max(pool, key=lambda reading: reading[1])  # max keeps the earliest of equal scores
 
 
 def surer(cut: tuple[str, float], other: tuple[str, float], n_samples: int,
@@ -202,9 +198,7 @@ class LineReader:
             return collapse_repeats(best[0])
         finally:
             if second and not needed:  # sure as cut, or the first reading failed: cancel the second
-                future, stop = second
-                stop.set()
-                future.add_done_callback(self._count_cancelled)
+                self._cancel(*second)
 
     def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
         """The readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`), in that order.
@@ -237,8 +231,12 @@ class LineReader:
             timer.cancel()
             for future, stop in helped:  # those not finished (late, or a reading failed)
                 if not future.done():
-                    stop.set()
-                    future.add_done_callback(self._count_cancelled)
+                    self._cancel(future, stop)
+
+    def _cancel(self, future: Future, stop: threading.Event) -> None:
+        """Stop a helper's reading at its next decoder step (or before it starts) and count it."""
+        stop.set()
+        future.add_done_callback(self._count_cancelled)
 
     def _start_second(self, clip: np.ndarray, kw: dict) -> tuple[Future, threading.Event]:
         """Start reading the framed ``clip`` (decode arguments ``kw``) on the helper thread;
