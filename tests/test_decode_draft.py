@@ -80,12 +80,14 @@ def test_a_draft_gives_the_greedy_tokens_in_fewer_decoder_runs(reading, monkeypa
         logprobs: list[float] = []
         assert model.decode(hidden, 60, logprobs=logprobs, draft=draft) == ref, name
         assert runs.n == want_runs, name
-        assert logprobs == pytest.approx(ref_lp, abs=1e-3), name
+        # one run on many positions rounds differently from one step per position; the 8-bit
+        # decoder's int8 products (moonshine_int8) move a token's log-probability up to ~5e-3
+        assert logprobs == pytest.approx(ref_lp, abs=1e-2), name
     # the token budget holds with a draft too
     assert model.decode(hidden, 5, draft=ref) == ref[:5]
     text, tokens = model.transcribe_tokens(clip, draft=ref)
     assert tokens == ref and text == model.tokenizer.decode(ref)
-    assert model.transcribe_scored(clip, draft=ref) == pytest.approx(model.transcribe_scored(clip), abs=1e-4)
+    assert model.transcribe_scored(clip, draft=ref) == pytest.approx(model.transcribe_scored(clip), abs=2e-3)
 
 
 def test_each_word_of_a_reading_gets_its_least_likely_tokens_log_probability(reading):
@@ -106,7 +108,7 @@ def test_each_word_of_a_reading_gets_its_least_likely_tokens_log_probability(rea
         confidence: list[float] = []
         text, tokens = model.transcribe_tokens(clip, draft=draft, confidence=confidence)
         assert tokens == ref and len(confidence) == len(text.split())
-        assert confidence == pytest.approx(expected, abs=1e-3)
+        assert confidence == pytest.approx(expected, abs=1e-2)  # rounding: see the test above
     assert all(c <= 0 for c in expected) and min(expected) < -1e-3  # log-probabilities, not all sure
 
 

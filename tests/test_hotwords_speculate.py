@@ -84,13 +84,16 @@ def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_to
 
 @pytest.mark.slow
 @pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
-def test_the_decoder_is_prepacked_only_once_a_list_is_set(model, tmp_path):
-    """Issue 40: with no hotword list the decoder's weights are not prepacked (~57 MB less
+def test_a_float_decoder_is_prepacked_only_once_a_list_is_set(model, tmp_path, monkeypatch):
+    """Issue 40: with no hotword list a float decoder's weights are not prepacked (~57 MB less
     resident); the first list swaps in a prepacked session, once, and the plain reading's
-    tokens stay the same."""
+    tokens stay the same. (Float: a CPU without fast int8 kernels, :mod:`moonshine_int8`.)"""
+    from captioner.asr import moonshine_int8
     from tests.test_hotwords import _clip
 
-    fresh = mm.MoonshineModel(default_model_dir(), prepared=model.prepared)
+    monkeypatch.setattr(moonshine_int8, "fast_int8", lambda: False)
+    fresh = mm.MoonshineModel(default_model_dir(), cache_root=tmp_path / "float-cache")
+    assert not fresh.prepared.int8_decoder
     plain = fresh.decoder
     clip = _clip(tmp_path, "The meeting will start at nine tomorrow morning in the small conference room.")
     before = fresh.generate(clip)
@@ -103,3 +106,21 @@ def test_the_decoder_is_prepacked_only_once_a_list_is_set(model, tmp_path):
     fresh.hotwords(["Veltrona", "Brightlyne"])
     assert fresh.decoder is packed  # loaded once
     assert fresh.generate(clip) == before
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_an_8_bit_decoder_is_prepacked_from_the_start(model, tmp_path):
+    """The 8-bit decoder's kernels run on packed weights only: it is loaded prepacked, and a
+    hotword list swaps in nothing."""
+    from tests.test_hotwords import _clip
+
+    if not model.prepared.int8_decoder:
+        pytest.skip("this CPU runs the float decoder (no fast int8 kernels)")
+    fresh = mm.MoonshineModel(default_model_dir(), prepared=model.prepared)
+    plain = fresh.decoder
+    assert fresh.prepacked
+    clip = _clip(tmp_path, "The meeting will start at nine tomorrow morning in the small conference room.")
+    before = fresh.generate(clip)
+    fresh.hotwords(["Quantaloop"])
+    assert fresh.decoder is plain and fresh.generate(clip) == before

@@ -81,7 +81,9 @@ def _run(how: str, forever: bool = False, grace: float = 0.1) -> subprocess.Comp
 def test_a_re_decode_running_at_exit_aborts_the_process_unless_it_is_ended_first():
     plain = _run("nothing", forever=True)  # the cause, reproduced: the bare interpreter exit
     if sys.version_info < (3, 14):  # 3.14 parks such threads instead of ending them (gh-87135)
-        assert plain.returncode == -6 and "terminate called without an active exception" in plain.stderr, plain
+        # std::terminate, then abort (-6); under load the interpreter's own exit can win the race
+        # to the exit status (seen twice with both cores busy: the message, then status 0)
+        assert plain.returncode in (-6, 0) and "terminate called without an active exception" in plain.stderr, plain
     closed = _run("close")  # the fix: close() waits for the running call before the exit
     assert closed.returncode == 0 and "terminate" not in closed.stderr, closed
     assert "atexit ran" in closed.stdout

@@ -189,14 +189,15 @@ def test_words_older_than_the_age_bound_show_without_agreement():
     assert SteadyTail(age_s=None).update("we can hire one".split(), [], ages=[2.4, 1.9, 1.5, 0.3]) == 0
 
 
-def test_default_age_bound_shows_a_word_said_1_2_s_ago():
-    """The default bound is the shortest that kept replayed erasure <= 0.3 (1.2 s, see
-    ``bench/results/partial_policy_20min.json``): a word said 1.25 s before the end of the
-    decoded audio shows without agreement, one said 1.1 s before does not."""
+def test_default_age_bound_shows_a_word_said_1_4_s_ago():
+    """The default bound (1.4 s) kept live erasure <= 0.3 on the 20-minute meeting once the
+    8-bit decoder made re-decodes fresher (issue 40: 1.2 s measured 0.31 there,
+    ``bench/results/latency_20min_int8_age14.json``): a word said 1.45 s before the end of
+    the decoded audio shows without agreement, one said 1.3 s before does not."""
     tail = SteadyTail()
-    assert tail.update("we can hire one".split(), [], ages=[2.4, 1.9, 1.25, 0.3]) == 3
+    assert tail.update("we can hire one".split(), [], ages=[2.4, 1.9, 1.45, 0.3]) == 3
     assert tail.text() == "we can hire"
-    assert SteadyTail().update("we can hire one".split(), [], ages=[2.4, 1.1, 0.8, 0.3]) == 1
+    assert SteadyTail().update("we can hire one".split(), [], ages=[2.4, 1.3, 0.8, 0.3]) == 1
 
 
 def test_the_rest_of_a_line_is_cased_to_follow_its_committed_words():

@@ -9,9 +9,11 @@ usual give-back finds the plain steps already done (issue 28: decoder runs with 
 words 1.29x -> 1.16x of no list, same tokens).
 
 A batch of 2 costs ~1.1 single steps only with the decoder's MatMul weights prepacked (without,
-~2.3); prepacking costs ~57 MB of resident memory, so :class:`~captioner.asr.moonshine_model.MoonshineModel`
-prepacks its decoder only once a hotword list is set (:meth:`~captioner.asr.moonshine_model.MoonshineModel.hotwords`,
-issue 40). The decoder is the default model's merged decoder on ONNX Runtime (graph: see
+~2.3). The 8-bit decoder (:mod:`~captioner.asr.moonshine_int8`) is always prepacked: a batch
+of 2 there costs ~1.2 single steps, of 3 ~1.5 (measured 2026-12-06: 6.9 / 8.2 / 10.4 ms). A
+float decoder (a CPU without fast int8 kernels) pays ~57 MB of resident memory for it, so
+:class:`~captioner.asr.moonshine_model.MoonshineModel` prepacks a float decoder only once a
+hotword list is set (:meth:`~captioner.asr.moonshine_model.MoonshineModel.hotwords`, issue 40). The decoder is the default model's merged decoder on ONNX Runtime (graph: see
 :mod:`captioner.asr.moonshine_model`); the state is one reading's, never shared between threads.
 """
 
@@ -22,8 +24,8 @@ from typing import Any
 import numpy as np
 
 #: With a hotword list, run a steered hotword's tokens beside the plain path's (and a place's
-#: second try) in one batch of 2 or 3 (:class:`Speculation`), and prepack the decoder's weights
-#: for it when a list is set (+57 MB resident). False: one step at a time, no prepacking (same
+#: second try) in one batch of 2 or 3 (:class:`Speculation`), and prepack a float decoder's
+#: weights for it when a list is set (+57 MB resident; the 8-bit decoder always is). False: one step at a time, no prepacking (same
 #: tokens, ~1.16x the decoder runs with 500 hotwords).
 SPECULATE = True
 

@@ -70,11 +70,13 @@ def session_options(prepack: bool = False):
 
     One thread: the pool bought nothing on 2 cores and spun the second one; the finals
     and the partials each run on their own thread instead. Prepacking off unless ``prepack``:
-    it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the decoder:
+    it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the float decoder:
     resident memory 343 -> 400 MB, 463 MB at the peak while loading; a single step ~9 %
     faster, and a step on 2 tokens ~1.2 steps instead of ~2.3, which the hotwords' batch of
-    2 needs: :data:`~captioner.asr.hotword_speculation.SPECULATE`; so the decoder is prepacked
-    only once a hotword list is set, :meth:`MoonshineModel.hotwords`).
+    2 needs: :data:`~captioner.asr.hotword_speculation.SPECULATE`; so a float decoder is
+    prepacked only once a hotword list is set, :meth:`MoonshineModel.hotwords`). The 8-bit
+    decoder (:mod:`~captioner.asr.moonshine_int8`) is always prepacked: its fast kernels
+    run on the packed form only (a step ~20x slower without).
     Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
     never drops one, and here every line has its own length (encoder) and every decoder step its
     own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
@@ -128,17 +130,22 @@ class MoonshineModel:
         try:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
-            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(),
+            # the 8-bit decoder's fast kernels need their weights prepacked (moonshine_int8)
+            int8 = bool(getattr(self.prepared, "int8_decoder", False))
+            self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=int8),
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise BackendError(f"Could not load the prepared default model ({exc})") from exc
-        #: the decoder's weights are prepacked (:meth:`hotwords` swaps in such a session)
-        self.prepacked = False
+        #: the decoder's weights are prepacked (always for the 8-bit decoder; a float one once
+        #: :meth:`hotwords` swaps in such a session)
+        self.prepacked = int8
         self._pack_lock = threading.Lock()
         self._past = [f"past_key_values.{i}.{kind}.{kv}" for i in range(LAYERS)
                       for kind in ("decoder", "encoder") for kv in ("key", "value")]
         self._outputs = [o.name for o in self.decoder.get_outputs()]
         self._empty = np.zeros((1, HEADS, 0, HEAD_DIM), np.float32)
+        if int8:
+            heap.trim(force=True)  # the packing's freed buffers back to the system
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         """``[n] float32`` 16 kHz samples -> ``[1, T, 416] float32`` encoder states.
@@ -195,8 +202,9 @@ class MoonshineModel:
                 on the cache together with up to :data:`LOOKAHEAD` draft tokens that follow
                 the last token read (:func:`~captioner.asr.draft_tokens.continuation`) and keeps
                 those greedy decoding would choose. The tokens are the same as without a draft
-                (up to float rounding between one run on many positions and one step per
-                position). Not used with ``bias`` (the hotwords steer each step).
+                (up to rounding between one run on many positions and one step per
+                position: log-probabilities within ~5e-3 with the 8-bit decoder's int8
+                products). Not used with ``bias`` (the hotwords steer each step).
 
         Raises:
             BackendError: ONNX Runtime failed.

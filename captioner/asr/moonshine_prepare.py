@@ -17,18 +17,23 @@ Recipe, per graph:
    ops fused for one particular CPU);
 4. keep one copy of the token embedding instead of three (:func:`_share_embedding`:
    275 -> 166 MB for the decoder);
-5. save it with its weights as external data (``<name>.onnx.data``): ONNX Runtime then
+5. where this CPU has fast int8 kernels (:func:`~captioner.asr.moonshine_int8.fast_int8`),
+   give the decoder's weights back their shipped 8-bit integers
+   (:func:`~captioner.asr.moonshine_int8.quantize_decoder`: ``MatMulNBits``, 166 -> 54 MB,
+   a step ~1.5x faster);
+6. save it with its weights as external data (``<name>.onnx.data``): ONNX Runtime then
    maps the weights from the file instead of copying them onto the heap (measured,
    2026-12-01, one process, encoder + decoder loaded, before step 4: 383-437 MB resident
    against 566-728 MB for the same weights inside the ``.onnx`` file).
 
-Float, not ORT's dynamic int8 (``quantize_dynamic``, MatMulInteger), was chosen by
+Float for the encoder, not ORT's dynamic int8 (``quantize_dynamic``, MatMulInteger), was chosen by
 measurement on the development machine (one thread, a 7 s espeak-ng clip): int8 decodes a
 step in 5.9-7.4 ms against 7.1-8.9 ms and, before step 4, took ~90 MB less memory (the
 shared embedding now saves 109 MB in float), but its greedy tokens differ from the
 shipped graph's on the first clip tried (a comma read as a full stop), quantizing the
 tied output projection decodes nothing at all, and the encoder is slower in int8 (66
-against 49 ms for 4 s). Float decodes token for token what the shipped graph decodes.
+against 49 ms for 4 s). Float decodes token for token what the shipped graph decodes; so does
+the 8-bit decoder of step 5 on the clips measured (:mod:`~captioner.asr.moonshine_int8`).
 
 Cache: ``platformdirs.user_cache_dir("captioner")/moonshine-base-en/<key>``, the key a
 hash of the source files' bytes, the onnxruntime version and :data:`RECIPE`. The folder
@@ -36,8 +41,9 @@ is written under a temporary name and renamed into place (atomic), with a
 ``manifest.json`` listing each file's size and SHA-256; a folder whose files do not
 match is rebuilt, and copies of other keys are deleted once a new one is in place. Where
 the cache folder cannot be written (read-only, full), the model is prepared in memory for
-this process and :func:`prepare` says so once through the progress callback. Preparation takes about 3-10 s and 247 MB of disk (measured
-2026-12-01: encoder 81 MB, decoder 166 MB); nothing is downloaded.
+this process and :func:`prepare` says so once through the progress callback. Preparation takes about 3-10 s and 135 MB of disk
+(encoder 81 MB; decoder 54 MB in 8 bits, 166 MB in float: measured 2026-12-01 and -06);
+nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -57,7 +63,9 @@ from typing import Callable
 from captioner.asr.base import BackendError
 
 #: Bump when the preparation recipe changes (old cache folders are then ignored).
-RECIPE = "float-external-shared-embedding-1"
+RECIPE = "float-external-shared-embedding-2"
+#: Appended to :data:`RECIPE` where the decoder is prepared in 8 bits (step 5).
+INT8_RECIPE = "+int8-decoder-1"
 #: The two graphs, by their file stem in the shipped model folder.
 GRAPHS = ("encoder_model", "decoder_model_merged")
 #: Progress callback: ``progress(message, percent)``; percent 0-100 for the steps of a build, -1 for a
@@ -98,6 +106,7 @@ class PreparedModel:
         cache_dir: the cache folder used, or None (prepared in memory).
         built: True when this call built it (False: taken from the cache).
         seconds: wall time of this call (s).
+        int8_decoder: the decoder's weights are 8-bit (step 5; its session must prepack them).
     """
 
     encoder: str | bytes
@@ -105,6 +114,7 @@ class PreparedModel:
     cache_dir: Path | None
     built: bool
     seconds: float
+    int8_decoder: bool = False
 
 
 def default_cache_root() -> Path:
@@ -114,18 +124,23 @@ def default_cache_root() -> Path:
     return Path(platformdirs.user_cache_dir("captioner")) / "moonshine-base-en"
 
 
-def cache_key(src: Path) -> str:
-    """Hex key of the shipped files in ``src`` + the onnxruntime version + :data:`RECIPE`.
+def recipe(int8: bool) -> str:
+    """The recipe name of a prepared copy (with the 8-bit decoder or not)."""
+    return RECIPE + (INT8_RECIPE if int8 else "")
+
+
+def cache_keys(src: Path) -> dict[bool, str]:
+    """Hex key of a prepared copy of the shipped files in ``src``, by kind (``True``: the 8-bit
+    decoder): their SHA-256 + the onnxruntime version + :func:`recipe`.
 
     Raises:
         OSError: a source file cannot be read.
     """
     import onnxruntime as ort
 
-    h = hashlib.sha256(f"{RECIPE}|onnxruntime {ort.__version__}".encode())
-    for stem in GRAPHS:
-        h.update(_file_digest(src / f"{stem}.ort").encode())
-    return h.hexdigest()[:24]
+    files = "".join(_file_digest(src / f"{stem}.ort") for stem in GRAPHS)
+    return {int8: hashlib.sha256(f"{recipe(int8)}|onnxruntime {ort.__version__}".encode() + files.encode())
+            .hexdigest()[:24] for int8 in (True, False)}
 
 
 def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
@@ -133,7 +148,8 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     """The prepared (folded float ONNX) model of the shipped files in ``src``.
 
     Takes it from the cache when a complete, matching copy is there; otherwise builds it
-    (reporting progress), writes it atomically, and falls back to building in memory when
+    (reporting progress; the decoder in 8 bits where :func:`~captioner.asr.moonshine_int8.fast_int8`
+    says this CPU runs it fast), writes it atomically, and falls back to building in memory when
     the cache folder cannot be written (saying so once per process).
 
     Args:
@@ -145,16 +161,21 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     Raises:
         BackendError: a source file is missing or ONNX Runtime cannot read it.
     """
+    from captioner.asr.moonshine_int8 import fast_int8
+
     t0 = time.perf_counter()
     src = Path(src)
+    root = Path(cache_root) if cache_root is not None else default_cache_root()
     try:
-        key = cache_key(src)
+        keys = cache_keys(src)
     except OSError as exc:
         raise BackendError(f"Cannot read the default model files in {src} ({exc})") from exc
-    root = Path(cache_root) if cache_root is not None else default_cache_root()
-    final = root / key
-    if _complete(final):
-        return PreparedModel(*_paths(final), final, False, time.perf_counter() - t0)
+    for key in keys.values():  # a copy of either kind that is there: the CPU was checked when it was built
+        done = _complete(root / key)
+        if done is not None:
+            return PreparedModel(*_paths(root / key), root / key, False, time.perf_counter() - t0, done)
+    int8 = fast_int8()
+    final = root / keys[int8]
     report = progress or _sink.get() or _stderr
     if final.exists():
         report(f"The prepared built-in model in {final} is incomplete or corrupt; preparing it again "
@@ -163,42 +184,46 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
         report("Preparing the built-in model (first use, about 10 s)…", 0)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=root))
     except OSError as exc:
-        return _in_memory(src, report, t0, f"Model cache folder {root} is not writable ({exc.strerror or exc})")
+        return _in_memory(src, report, t0, f"Model cache folder {root} is not writable ({exc.strerror or exc})", int8)
     try:
-        for i, stem in enumerate(GRAPHS):
-            _build(src, stem, tmp, report, i)
-        _write_manifest(tmp)
+        int8 = [_build(src, stem, tmp, report, i, int8)[1] for i, stem in enumerate(GRAPHS)][1]
+        _write_manifest(tmp, int8)
         if final.exists():  # an incomplete or corrupt copy: replace it
             shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         _remove_stale(root, keep=final)
     except OSError as exc:  # disk full while writing: this run works from memory
         shutil.rmtree(tmp, ignore_errors=True)
-        return _in_memory(src, report, t0, f"Could not write the model cache in {root} ({exc.strerror or exc})")
+        return _in_memory(src, report, t0, f"Could not write the model cache in {root} ({exc.strerror or exc})",
+                          int8)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     report("Built-in model prepared", 100)
-    return PreparedModel(*_paths(final), final, True, time.perf_counter() - t0)
+    return PreparedModel(*_paths(final), final, True, time.perf_counter() - t0, int8)
 
 
-def _in_memory(src: Path, report: Progress, t0: float, why: str) -> PreparedModel:
+def _in_memory(src: Path, report: Progress, t0: float, why: str, int8: bool) -> PreparedModel:
     """Build both graphs in memory for this run (the cache folder cannot be written: ``why``); the
     first time in a process the user is told so (percent -1, a warning)."""
     global _warned_memory
     if not _warned_memory:
         _warned_memory = True
         report(f"{why}; preparing the built-in model in memory for this run", -1)
-    enc, dec = (_build(src, stem, None, report, i) for i, stem in enumerate(GRAPHS))
-    return PreparedModel(enc, dec, None, True, time.perf_counter() - t0)
+    (enc, _), (dec, int8) = (_build(src, stem, None, report, i, int8) for i, stem in enumerate(GRAPHS))
+    return PreparedModel(enc, dec, None, True, time.perf_counter() - t0, int8)
 
 
 # -- building ------------------------------------------------------------------------------------
-def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int) -> str | bytes:
-    """Fold ``src/<stem>.ort`` into a float ONNX model: written to ``out/<stem>.onnx`` (+ its
-    ``.data``) and the path returned, or the serialized model returned when ``out`` is None.
+def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
+           int8: bool = False) -> tuple[str | bytes, bool]:
+    """Fold ``src/<stem>.ort`` into a float ONNX model (the decoder in 8 bits where ``int8``,
+    step 5): written to ``out/<stem>.onnx`` (+ its ``.data``) and the path returned, or the
+    serialized model returned when ``out`` is None; with whether its weights are 8-bit (False
+    for the encoder, and for a decoder :func:`~captioner.asr.moonshine_int8.quantize_decoder`
+    does not recognise).
 
     Raises:
         BackendError: ONNX Runtime or onnx cannot read the file.
@@ -206,6 +231,8 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int)
     """
     import onnx
     import onnxruntime as ort
+
+    from captioner.asr.moonshine_int8 import quantize_decoder
 
     report(f"Preparing the built-in model: {stem.split('_')[0]}…", 10 + 45 * index)
     with tempfile.TemporaryDirectory(prefix="captioner-prepare-") as work:
@@ -226,16 +253,17 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int)
             opts.log_severity_level = 3
             ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"])
             model = onnx.load(folded)
-            _share_embedding(model)
+            shared = _share_embedding(model)
+            int8 = bool(int8 and stem == "decoder_model_merged" and shared and quantize_decoder(model))
         except Exception as exc:  # onnxruntime/onnx raise their own exception types
             raise BackendError(f"Could not prepare the default model's {stem} ({exc}). "
                                "The files may be corrupt: pip install --force-reinstall moonshine-cpp") from exc
     if out is None:
-        return model.SerializeToString()
+        return model.SerializeToString(), int8
     path = out / f"{stem}.onnx"
     onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
                     location=f"{stem}.onnx.data", size_threshold=1024)
-    return str(path)
+    return str(path), int8
 
 
 def _share_embedding(model) -> bool:
@@ -316,28 +344,30 @@ def _paths(folder: Path) -> tuple[str, str]:
     return tuple(str(folder / f"{stem}.onnx") for stem in GRAPHS)  # type: ignore[return-value]
 
 
-def _write_manifest(folder: Path) -> None:
+def _write_manifest(folder: Path, int8: bool) -> None:
     files = {p.name: {"size": p.stat().st_size, "sha256": _file_digest(p)} for p in sorted(folder.iterdir())}
     with open(folder / "manifest.json", "w", encoding="utf-8") as f:
-        json.dump({"recipe": RECIPE, "files": files}, f, indent=1)
+        json.dump({"recipe": recipe(int8), "files": files}, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
 
 
-def _complete(folder: Path) -> bool:
-    """``folder`` holds every prepared file, each of the size and SHA-256 its manifest says."""
+def _complete(folder: Path) -> bool | None:
+    """Whether the decoder in ``folder`` is 8-bit, when ``folder`` holds every prepared file,
+    each of the size and SHA-256 its manifest says; None when it does not."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         files = manifest["files"]
-        if manifest.get("recipe") != RECIPE or not all(f"{s}.onnx" in files for s in GRAPHS):
-            return False
+        kind = {recipe(False): False, recipe(True): True}.get(manifest.get("recipe"))
+        if kind is None or not all(f"{s}.onnx" in files for s in GRAPHS):
+            return None
         for name, meta in files.items():
             path = folder / name
             if path.stat().st_size != meta["size"] or _file_digest(path) != meta["sha256"]:
-                return False
-        return True
+                return None
+        return kind
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

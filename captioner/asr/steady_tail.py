@@ -65,8 +65,10 @@ from captioner.asr.agreement import norm_word
 
 #: Audio older than this (s before the end of the decoded clip, by the word's estimated end)
 #: is shown even when two re-decodes do not agree on it yet; None: never (see the module
-#: docstring for the replayed trade-off).
-AGE_S: float | None = 1.2
+#: docstring for the replayed trade-off). 1.2 s until the 8-bit decoder (issue 40) made the
+#: re-decodes ~20 % cheaper and fresher: live erasure on the 20-minute meeting then measured
+#: 0.31 and 0.31 (0.27 before), so 1.4 s (``bench/results/latency_20min_int8_age14.json``).
+AGE_S: float | None = 1.4
 #: The two re-decodes whose agreement shows a word are at least this far apart (s of decoded
 #: line): the later one has heard this much more speech after the word. Two re-decodes in a
 #: row (~0.3 s apart on a quiet machine) share most of their audio and agree on the same
