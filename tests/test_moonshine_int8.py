@@ -117,9 +117,45 @@ def test_the_8_bit_decoder_reads_what_the_float_one_reads(kinds, tmp_path):
 @pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed (scripts/test.sh installs it)")
 def test_a_copy_of_either_kind_in_the_cache_is_used_without_checking_the_cpu_again(kinds, monkeypatch):
     def no_check():
-        raise AssertionError("the CPU is checked only when a copy is built")
+        raise AssertionError("the CPU is checked only when a copy is built or was made on another CPU")
 
     monkeypatch.setattr(q8, "fast_int8", no_check)
     for int8, model in kinds.items():
         again = prep.prepare(default_model_dir(), model.prepared.cache_dir.parent)
         assert not again.built and again.int8_decoder is int8 and again.cache_dir == model.prepared.cache_dir
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed (scripts/test.sh installs it)")
+def test_an_8_bit_copy_made_on_another_cpu_is_checked_and_replaced_where_int8_is_slow(kinds, monkeypatch, tmp_path):
+    """A shared home folder or a moved VM: the copy's CPU tag differs; where this CPU has no fast
+    int8 kernel the float decoder is built instead (the 8-bit one would read ~20x slower)."""
+    import shutil
+
+    root = tmp_path / "cache"
+    shutil.copytree(kinds[True].prepared.cache_dir, root / kinds[True].prepared.cache_dir.name)
+    checks = []
+    monkeypatch.setattr(q8, "cpu_tag", lambda: "another-cpu")
+    monkeypatch.setattr(q8, "fast_int8", lambda: checks.append(1) or True)
+    same = prep.prepare(default_model_dir(), root)
+    assert checks and not same.built and same.int8_decoder  # fast here too: kept
+    monkeypatch.setattr(q8, "fast_int8", lambda: False)
+    slow = prep.prepare(default_model_dir(), root)
+    assert slow.built and not slow.int8_decoder
+    assert [p.name for p in root.iterdir()] == [slow.cache_dir.name]  # the 8-bit copy is gone
+
+
+def test_a_graph_the_rewrite_would_break_is_not_rewritten():
+    """A weight read by anything but a MatMul (here an Add) would lose its input: no rewrite."""
+    from onnx import TensorProto, helper
+    from onnx import numpy_helper as nh
+
+    w = (np.random.default_rng(4).integers(-50, 50, (16, 32)) * 0.01).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", q8.EMBEDDING], ["y"]),
+                               helper.make_node("Add", [q8.EMBEDDING, q8.EMBEDDING], ["z"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [16, 32])],
+                              [nh.from_array(w, q8.EMBEDDING)])
+    model = helper.make_model(graph)
+    assert not q8.quantize_decoder(model) and q8.int8_copy(model) is None

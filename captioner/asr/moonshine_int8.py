@@ -27,8 +27,8 @@ readings of ``bench/voice_sets.py`` set 1 (its 24 lines, as cut and framed):
 * the encoder in int8 the same way was slower (5.5 -> 9.7 s, a run is a matrix product
   over ~40 frames a second, not a vector one) and changed a token: it stays float.
 
-Where ONNX Runtime has no fast int8 kernel for the CPU (:func:`fast_int8`, a check of a
-few milliseconds), a step would take ~20x longer (225 ms measured with the kernel's
+Where ONNX Runtime has no fast int8 kernel for the CPU (:func:`fast_int8`, checked when the
+model is prepared), a step would take ~20x longer (225 ms measured with the kernel's
 reference path): the decoder stays float there.
 """
 
@@ -96,8 +96,14 @@ def quantize_decoder(model) -> bool:
         for node in g.node:
             if node.op_type == "MatMul" and node.input[1] in outer and len(outer[node.input[1]].dims) == 2:
                 users.setdefault(node.input[1], []).append((g, node))
-    if EMBEDDING not in users:
+    if EMBEDDING not in users or outer[EMBEDDING].dims[0] % BLOCK:  # the lookup's rows: whole blocks
         return False
+    for g in graphs:  # a weight read by anything but a MatMul (or the lookup) would lose its input
+        for node in g.node:
+            for i, name in enumerate(node.input):
+                if name in users and not ((node.op_type == "MatMul" and i == 1)
+                                          or (node.op_type == "Gather" and name == EMBEDDING and i == 0)):
+                    return False
     grids = {name: on_grid(nh.to_array(outer[name])) for name in users}
     if any(v is None for v in grids.values()):
         return False
@@ -114,12 +120,12 @@ def quantize_decoder(model) -> bool:
         graph.initializer.extend([nh.from_array(q.reshape(n_out, blocks, BLOCK), name + "_q8"),
                                   nh.from_array(np.full(n_out * blocks, s, np.float32), name + "_q8_scales"),
                                   nh.from_array(np.full(n_out * blocks, zero, np.uint8), name + "_q8_zero")])
-        for g, node in users[name]:
+        for j, (g, node) in enumerate(users[name]):
             at = list(g.node).index(node)
             g.node.remove(node)
             g.node.insert(at, helper.make_node(
                 "MatMulNBits", [node.input[0], name + "_q8", name + "_q8_scales", name + "_q8_zero"],
-                list(node.output), name=node.name + "_q8", domain="com.microsoft",
+                list(node.output), name=f"{name}_q8_matmul_{j}", domain="com.microsoft",
                 K=k, N=n_out, bits=8, block_size=BLOCK, accuracy_level=ACCURACY_LEVEL))
         graph.initializer.remove(outer[name])
     _, s, zero = grids[EMBEDDING]  # type: ignore[misc]
@@ -138,19 +144,58 @@ def quantize_decoder(model) -> bool:
                  helper.make_node("Sub", [o + "_q8_f", EMBEDDING + "_zero_f"], [o + "_q8_c"]),
                  helper.make_node("Mul", [o + "_q8_c", EMBEDDING + "_scale_f"], list(transpose.output))]
         for i, node in enumerate(chain):
-            node.name = f"{gather.name}_q8_{i}"
+            node.name = f"{o}_q8_lookup_{i}"
             g.node.insert(at + i, node)
     if not any(op.domain == "com.microsoft" for op in model.opset_import):
         model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     return True
 
 
+def int8_copy(model):
+    """The 8-bit form of a folded merged decoder (``onnx.ModelProto``; ``model`` itself is left
+    float), checked by loading it in ONNX Runtime as the app will (prepacked); None when
+    :func:`quantize_decoder` does not recognise the graph or ONNX Runtime cannot load the result."""
+    import onnx
+    import onnxruntime as ort
+
+    from captioner.asr.moonshine_model import session_options
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    if not quantize_decoder(copy):
+        return None
+    try:
+        ort.InferenceSession(copy.SerializeToString(), session_options(prepack=True), providers=["CPUExecutionProvider"])
+    except Exception:  # onnxruntime raises its own types
+        return None
+    return copy
+
+
+def cpu_tag() -> str:
+    """A short hash of what names this CPU (machine, processor, Linux's instruction-set flags):
+    a prepared 8-bit copy made on another CPU (a shared home folder, a moved VM) has its
+    :func:`fast_int8` checked again."""
+    import hashlib
+    import platform
+
+    flags = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    return hashlib.sha256(f"{platform.machine()}|{platform.processor()}|{flags}".encode()).hexdigest()[:16]
+
+
 @functools.cache
 def fast_int8() -> bool:
-    """Whether this CPU runs the 8-bit decoder fast: a ``[1, 416] x [416, 3328]`` product
-    (one decoder feed-forward layer's shape) in ``MatMulNBits`` takes at most twice the time
-    of the float ``MatMul`` (measured here: 0.6x; without a fast kernel ~20x). Checked once
-    per process (~10-50 ms); False when ONNX Runtime cannot build the graph."""
+    """Whether this CPU has ONNX Runtime's fast int8 kernels for the 8-bit decoder: a ``[1, 416]
+    x [416, 3328]`` product (one decoder feed-forward layer's shape) in ``MatMulNBits`` takes at
+    most twice the time of the float ``MatMul``. That screens out the ~20x slower reference
+    path; the small float weight stays in cache here, so the float side is flattered (measured
+    0.6x; a whole decode ~0.7x). Checked once per process, only when a copy is prepared or was
+    prepared on another CPU (~0.1 s, ~1 s with the ``onnx`` import); False when ONNX Runtime
+    cannot build the graph."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
     from onnx import numpy_helper as nh

@@ -36,7 +36,8 @@ against 49 ms for 4 s). Float decodes token for token what the shipped graph dec
 the 8-bit decoder of step 5 on the clips measured (:mod:`~captioner.asr.moonshine_int8`).
 
 Cache: ``platformdirs.user_cache_dir("captioner")/moonshine-base-en/<key>``, the key a
-hash of the source files' bytes, the onnxruntime version and :data:`RECIPE`. The folder
+hash of the source files' bytes, the onnxruntime version and :func:`recipe` (float or 8-bit decoder;
+an 8-bit copy also records the CPU it was made on, :func:`~captioner.asr.moonshine_int8.cpu_tag`). The folder
 is written under a temporary name and renamed into place (atomic), with a
 ``manifest.json`` listing each file's size and SHA-256; a folder whose files do not
 match is rebuilt, and copies of other keys are deleted once a new one is in place. Where
@@ -65,7 +66,7 @@ from captioner.asr.base import BackendError
 #: Bump when the preparation recipe changes (old cache folders are then ignored).
 RECIPE = "float-external-shared-embedding-2"
 #: Appended to :data:`RECIPE` where the decoder is prepared in 8 bits (step 5).
-INT8_RECIPE = "+int8-decoder-1"
+INT8_RECIPE = "+int8-decoder-2"
 #: The two graphs, by their file stem in the shipped model folder.
 GRAPHS = ("encoder_model", "decoder_model_merged")
 #: Progress callback: ``progress(message, percent)``; percent 0-100 for the steps of a build, -1 for a
@@ -131,7 +132,8 @@ def recipe(int8: bool) -> str:
 
 def cache_keys(src: Path) -> dict[bool, str]:
     """Hex key of a prepared copy of the shipped files in ``src``, by kind (``True``: the 8-bit
-    decoder): their SHA-256 + the onnxruntime version + :func:`recipe`.
+    decoder): their SHA-256 + the onnxruntime version + :func:`recipe` of the kind (a copy
+    whose decoder could not be made 8-bit is float under the 8-bit key; its manifest says so).
 
     Raises:
         OSError: a source file cannot be read.
@@ -145,7 +147,7 @@ def cache_keys(src: Path) -> dict[bool, str]:
 
 def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
             progress: Progress | None = None) -> PreparedModel:
-    """The prepared (folded float ONNX) model of the shipped files in ``src``.
+    """The prepared (folded ONNX: float, the decoder in 8 bits where fast) model of the shipped files in ``src``.
 
     Takes it from the cache when a complete, matching copy is there; otherwise builds it
     (reporting progress; the decoder in 8 bits where :func:`~captioner.asr.moonshine_int8.fast_int8`
@@ -170,9 +172,9 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
         keys = cache_keys(src)
     except OSError as exc:
         raise BackendError(f"Cannot read the default model files in {src} ({exc})") from exc
-    for key in keys.values():  # a copy of either kind that is there: the CPU was checked when it was built
+    for key in keys.values():  # a copy of either kind that is there (an 8-bit one made on this CPU, or fast here)
         done = _complete(root / key)
-        if done is not None:
+        if done is not None and (not done or _made_here(root / key) or fast_int8()):
             return PreparedModel(*_paths(root / key), root / key, False, time.perf_counter() - t0, done)
     int8 = fast_int8()
     final = root / keys[int8]
@@ -232,7 +234,7 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
     import onnx
     import onnxruntime as ort
 
-    from captioner.asr.moonshine_int8 import quantize_decoder
+    from captioner.asr.moonshine_int8 import int8_copy
 
     report(f"Preparing the built-in model: {stem.split('_')[0]}…", 10 + 45 * index)
     with tempfile.TemporaryDirectory(prefix="captioner-prepare-") as work:
@@ -254,7 +256,8 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
             ort.InferenceSession(raw, opts, providers=["CPUExecutionProvider"])
             model = onnx.load(folded)
             shared = _share_embedding(model)
-            int8 = bool(int8 and stem == "decoder_model_merged" and shared and quantize_decoder(model))
+            packed = int8_copy(model) if int8 and stem == "decoder_model_merged" and shared else None
+            model, int8 = (packed, True) if packed is not None else (model, False)
         except Exception as exc:  # onnxruntime/onnx raise their own exception types
             raise BackendError(f"Could not prepare the default model's {stem} ({exc}). "
                                "The files may be corrupt: pip install --force-reinstall moonshine-cpp") from exc
@@ -345,11 +348,23 @@ def _paths(folder: Path) -> tuple[str, str]:
 
 
 def _write_manifest(folder: Path, int8: bool) -> None:
+    from captioner.asr.moonshine_int8 import cpu_tag
+
     files = {p.name: {"size": p.stat().st_size, "sha256": _file_digest(p)} for p in sorted(folder.iterdir())}
     with open(folder / "manifest.json", "w", encoding="utf-8") as f:
-        json.dump({"recipe": recipe(int8), "files": files}, f, indent=1)
+        json.dump({"recipe": recipe(int8), "cpu": cpu_tag(), "files": files}, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
+
+
+def _made_here(folder: Path) -> bool:
+    """The copy in ``folder`` was prepared on this CPU (its manifest's ``cpu``: :func:`~captioner.asr.moonshine_int8.cpu_tag`)."""
+    from captioner.asr.moonshine_int8 import cpu_tag
+
+    try:
+        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("cpu") == cpu_tag()
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _complete(folder: Path) -> bool | None:
