@@ -131,7 +131,7 @@ class MoonshineModel:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
             # the 8-bit decoder's fast kernels need their weights prepacked (moonshine_int8)
-            int8 = bool(getattr(self.prepared, "int8_decoder", False))
+            int8 = self.prepared.int8_decoder
             self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=int8),
                                                 providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types

@@ -163,7 +163,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     Raises:
         BackendError: a source file is missing or ONNX Runtime cannot read it.
     """
-    from captioner.asr.moonshine_int8 import fast_int8
+    from captioner.asr.moonshine_int8 import cpu_tag, fast_int8
 
     t0 = time.perf_counter()
     src = Path(src)
@@ -173,9 +173,11 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     except OSError as exc:
         raise BackendError(f"Cannot read the default model files in {src} ({exc})") from exc
     for key in keys.values():  # a copy of either kind that is there (an 8-bit one made on this CPU, or fast here)
-        done = _complete(root / key)
-        if done is not None and (not done or _made_here(root / key) or fast_int8()):
-            return PreparedModel(*_paths(root / key), root / key, False, time.perf_counter() - t0, done)
+        manifest = _complete(root / key)
+        if manifest is not None:
+            int8 = manifest["recipe"] == recipe(True)
+            if not int8 or manifest.get("cpu") == cpu_tag() or fast_int8():
+                return PreparedModel(*_paths(root / key), root / key, False, time.perf_counter() - t0, int8)
     int8 = fast_int8()
     final = root / keys[int8]
     report = progress or _sink.get() or _stderr
@@ -190,7 +192,9 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     except OSError as exc:
         return _in_memory(src, report, t0, f"Model cache folder {root} is not writable ({exc.strerror or exc})", int8)
     try:
-        int8 = [_build(src, stem, tmp, report, i, int8)[1] for i, stem in enumerate(GRAPHS)][1]
+        encoder, decoder = GRAPHS
+        _build(src, encoder, tmp, report, 0)
+        _, int8 = _build(src, decoder, tmp, report, 1, int8)  # float after all if the rewrite fails
         _write_manifest(tmp, int8)
         if final.exists():  # an incomplete or corrupt copy: replace it
             shutil.rmtree(final, ignore_errors=True)
@@ -214,7 +218,8 @@ def _in_memory(src: Path, report: Progress, t0: float, why: str, int8: bool) -> 
     if not _warned_memory:
         _warned_memory = True
         report(f"{why}; preparing the built-in model in memory for this run", -1)
-    (enc, _), (dec, int8) = (_build(src, stem, None, report, i, int8) for i, stem in enumerate(GRAPHS))
+    encoder, decoder = GRAPHS
+    (enc, _), (dec, int8) = _build(src, encoder, None, report, 0), _build(src, decoder, None, report, 1, int8)
     return PreparedModel(enc, dec, None, True, time.perf_counter() - t0, int8)
 
 
@@ -357,31 +362,20 @@ def _write_manifest(folder: Path, int8: bool) -> None:
         os.fsync(f.fileno())
 
 
-def _made_here(folder: Path) -> bool:
-    """The copy in ``folder`` was prepared on this CPU (its manifest's ``cpu``: :func:`~captioner.asr.moonshine_int8.cpu_tag`)."""
-    from captioner.asr.moonshine_int8 import cpu_tag
-
-    try:
-        return json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("cpu") == cpu_tag()
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _complete(folder: Path) -> bool | None:
-    """Whether the decoder in ``folder`` is 8-bit, when ``folder`` holds every prepared file,
-    each of the size and SHA-256 its manifest says; None when it does not."""
+def _complete(folder: Path) -> dict | None:
+    """The manifest of ``folder`` (``recipe``: :func:`recipe` of either kind, ``cpu``, ``files``)
+    when ``folder`` holds every prepared file, each of the size and SHA-256 it says; else None."""
     try:
         manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
         files = manifest["files"]
-        kind = {recipe(False): False, recipe(True): True}.get(manifest.get("recipe"))
-        if kind is None or not all(f"{s}.onnx" in files for s in GRAPHS):
+        if manifest.get("recipe") not in (recipe(False), recipe(True)) or not all(f"{s}.onnx" in files for s in GRAPHS):
             return None
         for name, meta in files.items():
             path = folder / name
             if path.stat().st_size != meta["size"] or _file_digest(path) != meta["sha256"]:
                 return None
-        return kind
-    except (OSError, ValueError, KeyError, TypeError):
+        return manifest
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
