@@ -87,3 +87,31 @@ def test_the_default_model_runs_without_onnx_runtimes_arena():
     for prepack in (False, True):
         opts = session_options(prepack)
         assert opts.enable_cpu_mem_arena is False and opts.enable_mem_pattern is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or heap._glibc() is None, reason="Linux, glibc")
+def test_release_file_pages_drops_a_files_resident_pages_and_keeps_its_bytes(tmp_path):
+    import mmap
+
+    data = np.random.default_rng(0).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
+    path = tmp_path / "weights.data"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        clean = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)   # MAP_PRIVATE, as ONNX Runtime maps
+        written = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    assert clean[:] == data and written[:] == data  # every page read: resident
+    written[4096] = (data[4096] + 1) % 256          # a private copy of one page: not the file's any more
+
+    def resident() -> dict[str, int]:
+        return {lo: rss for lo, hi, rss in heap._clean_mappings(str(path))}
+
+    before = resident()
+    assert len(before) == 1 and sum(before.values()) >= 7 << 20  # the written mapping is not "clean"
+    freed = heap.release_file_pages(path)
+    assert freed == sum(before.values())
+    assert sum(resident().values(), 0) < 1 << 20
+    assert clean[:] == data                          # read back from the file, unchanged
+    assert written[4096] == (data[4096] + 1) % 256   # a mapping with its own pages is left alone
+    assert heap.release_file_pages(tmp_path / "not-mapped") == 0
+    clean.close()
+    written.close()

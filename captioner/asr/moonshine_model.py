@@ -145,7 +145,7 @@ class MoonshineModel:
         self._outputs = [o.name for o in self.decoder.get_outputs()]
         self._empty = np.zeros((1, HEADS, 0, HEAD_DIM), np.float32)
         if int8:
-            heap.trim(force=True)  # the packing's freed buffers back to the system
+            self._packed()
 
     def encode(self, audio: np.ndarray) -> np.ndarray:
         """``[n] float32`` 16 kHz samples -> ``[1, T, 416] float32`` encoder states.
@@ -385,7 +385,15 @@ class MoonshineModel:
             except Exception as exc:  # onnxruntime raises its own exception types
                 raise BackendError(f"Could not load the prepared default model ({exc})") from exc
             self.prepacked = True
-        heap.trim(force=True)  # the old session's and the packing's freed buffers back to the system
+        self._packed()
+
+    def _packed(self) -> None:
+        """After a prepacked decoder session is made: the packing's freed buffers back to the
+        system, and the weights file's pages it read (the session runs on its packed copy;
+        the few it reads again, the token lookup's rows, come back from the file)."""
+        if not isinstance(self.prepared.decoder, bytes):  # a copy in memory maps no file
+            heap.release_file_pages(f"{self.prepared.decoder}.data")
+        heap.trim(force=True)
 
 
 _SHARED: dict[tuple, MoonshineModel] = {}
