@@ -204,9 +204,13 @@ def wer(ref: str, hyp: str) -> float:
     return round(jiwer.wer(normalize_words(ref), normalize_words(hyp)), 4)
 
 
-def transcribe(python: str, tree: Path, wav: Path) -> dict:
-    """``captioner transcribe`` of ``wav`` with ``python`` in ``tree``: text, wall s, RTF."""
+def transcribe(python: str, tree: Path, wav: Path, cache: Path | None = None) -> dict:
+    """``captioner transcribe`` of ``wav`` with ``python`` in ``tree``: text, wall s, RTF.
+    ``cache``: the tree's own ``XDG_CACHE_HOME`` (a tree whose prepared model has another recipe
+    would delete this checkout's copy from a shared cache, and each run would build it again)."""
     env = dict(os.environ, PYTHONPATH=str(tree))
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
     t0 = time.perf_counter()
     proc = subprocess.run([python, "-m", "captioner.cli", "transcribe", str(wav), "--format", "txt"],
                           cwd=tree, env=env, capture_output=True, text=True)
@@ -347,7 +351,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpd:
         tmp = Path(tmpd)
         before_tree = export(args.before_rev, tmp / "before") if "before" in runs or args.meeting_minutes else None
-        trees = {"before": (sys.executable, before_tree), "after": (sys.executable, ROOT)}
+        trees = {"before": (sys.executable, before_tree, tmp / "cache-before"), "after": (sys.executable, ROOT)}
         if "old" in runs:
             trees["old"] = (args.old_python, Path(args.old_tree))
         for name in filter(None, args.sets.split(",")):
