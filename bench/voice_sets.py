@@ -351,9 +351,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmpd:
         tmp = Path(tmpd)
         before_tree = export(args.before_rev, tmp / "before") if "before" in runs or args.meeting_minutes else None
-        trees = {"before": (sys.executable, before_tree, tmp / "cache-before"), "after": (sys.executable, ROOT)}
+        # (python, tree, its own XDG_CACHE_HOME or None for the user's)
+        trees = {"before": (sys.executable, before_tree, tmp / "cache-before"), "after": (sys.executable, ROOT, None)}
         if "old" in runs:
-            trees["old"] = (args.old_python, Path(args.old_tree))
+            trees["old"] = (args.old_python, Path(args.old_tree), None)
         for name in filter(None, args.sets.split(",")):
             wav = tmp / f"{name}.wav"
             utts = render_set(name, wav)
@@ -362,7 +363,7 @@ def main() -> None:
                          "voices": sorted({u["voice"] for u in utts}), "wer": {}, "rtf": {}, "rtf_wall": {},
                          "per_sentence": {}}
             for run in runs:
-                got = live(wav, args.live_speed) if run == "live" else transcribe(*trees[run], wav)
+                got = live(wav, args.live_speed) if run == "live" else transcribe(*trees[run][:2], wav, trees[run][2])
                 row["wer"][run] = wer(ref, got["text"])
                 if "rtf_wall" in got:
                     row["rtf_wall"][run] = got["rtf_wall"]
@@ -377,7 +378,7 @@ def main() -> None:
             ref = " ".join(u.text for u in make_meeting(wav, args.meeting_minutes, seed=10))
             row = {"minutes": args.meeting_minutes, "wer": {}, "rtf": {}, "rtf_wall": {}}
             for run in ("before", "after"):
-                got = transcribe(*trees[run], wav)
+                got = transcribe(*trees[run][:2], wav, trees[run][2])
                 row["wer"][run] = wer(ref, got["text"])
                 row["rtf_wall"][run] = got["rtf_wall"]
                 row["rtf"][run] = got["rtf"]

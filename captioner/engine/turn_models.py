@@ -52,8 +52,11 @@ def session(path: str):
     pipecat's own session keeps ONNX Runtime's arena, which holds the largest activations ever
     needed (an 8 s window) for the life of the process. Measured 2026-12-06 (issue 40.3): the
     process after loading and four runs 128 MB resident with pipecat's session, 113 MB with
-    this one; a run takes 100-105 ms instead of 75-80 ms (fresh buffers are mapped each run;
-    it runs once per pause that might end a turn). The probabilities are the same.
+    this one (the whole app: 26 MB less); a run takes 100-105 ms instead of 75-80 ms on a quiet
+    machine (fresh buffers are mapped each run), ~50 ms more beside two busy decode threads
+    (``captioner transcribe`` of a 20-minute meeting: its main thread 24 -> 35 CPU s for 201
+    runs, wall time unchanged). It runs once per pause that might end a turn. The
+    probabilities are the same.
 
     Raises:
         Exception: ONNX Runtime's own, when the file is missing or corrupt.
