@@ -53,6 +53,24 @@ def silero_model_path() -> str:
 
 
 
+def small_session(path: str):
+    """An ONNX Runtime session of the small model at ``path`` (Silero VAD, smart-turn): one
+    intra-op thread, no inter-op pool, the arena off (activations back to ``malloc`` after each
+    run, which :mod:`captioner.heap` makes give big ones back).
+
+    Raises:
+        Exception: ONNX Runtime's own, when the file is missing or corrupt.
+    """
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.inter_op_num_threads = 1
+    opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3
+    opts.enable_cpu_mem_arena = False
+    return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
+
+
 class SileroVad:
     """Silero VAD (the ``pipecat-ai`` wheel's ONNX file) on onnxruntime, one thread.
 
@@ -64,15 +82,7 @@ class SileroVad:
     """
 
     def __init__(self, path: str | None = None) -> None:
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.inter_op_num_threads = 1
-        opts.intra_op_num_threads = 1
-        opts.log_severity_level = 3
-        opts.enable_cpu_mem_arena = False  # activations back to malloc each run (captioner.heap)
-        self.session = ort.InferenceSession(path or silero_model_path(), sess_options=opts,
-                                            providers=["CPUExecutionProvider"])
+        self.session = small_session(path or silero_model_path())
         self._sr = np.array(MODEL_RATE, dtype=np.int64)
 
     @staticmethod

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from captioner.asr.vad import MODEL_RATE, EnergyVad, pipecat_file, silero_vad
+from captioner.asr.vad import MODEL_RATE, EnergyVad, pipecat_file, silero_vad, small_session
 
 log = logging.getLogger(__name__)
 
@@ -44,39 +44,21 @@ def smart_turn_model_path() -> str:
 
 
 
-def session(path: str):
-    """An ONNX Runtime session of the smart-turn model at ``path``, one thread, with the arena
-    off (its activations go back to ``malloc`` after each run, as the default model's and the
-    VAD's do: :mod:`captioner.heap`).
-
-    pipecat's own session keeps ONNX Runtime's arena, which holds the largest activations ever
-    needed (an 8 s window) for the life of the process. Measured 2026-12-06 (issue 40.3): the
-    process after loading and four runs 128 MB resident with pipecat's session, 113 MB with
-    this one (the whole app: 26 MB less); a run takes 100-105 ms instead of 75-80 ms on a quiet
-    machine (fresh buffers are mapped each run), ~50 ms more beside two busy decode threads
-    (``captioner transcribe`` of a 20-minute meeting: its main thread 24 -> 35 CPU s for 201
-    runs, wall time unchanged). It runs once per pause that might end a turn. The
-    probabilities are the same.
-
-    Raises:
-        Exception: ONNX Runtime's own, when the file is missing or corrupt.
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.inter_op_num_threads = 1
-    opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
-    opts.enable_cpu_mem_arena = False
-    return ort.InferenceSession(path, sess_options=opts, providers=["CPUExecutionProvider"])
-
-
 class SmartTurn:
     """smart-turn v3.2 through pipecat's ``LocalSmartTurnAnalyzerV3`` (bundled CPU model, one thread).
 
     Only its feature extraction and ONNX call (``_predict_endpoint``) are used; see the
     module docstring for why its wall-clock buffering is not.
+
+    The ONNX call runs on captioner's own session (:func:`~captioner.asr.vad.small_session`,
+    the arena off): pipecat's keeps ONNX Runtime's arena, which holds the largest activations
+    ever needed (an 8 s window) for the life of the process. Measured 2026-12-06 (issue
+    40.3): the process after loading and four runs 128 MB resident with pipecat's session,
+    113 MB with this one (the whole app: 26 MB less); a run takes 100-105 ms instead of
+    75-80 ms on a quiet machine (fresh buffers are mapped each run), ~50 ms more beside two
+    busy decode threads (``captioner transcribe`` of a 20-minute meeting: its main thread 24
+    -> 35 CPU s for 201 runs, wall time unchanged). It runs once per pause that might end a
+    turn. The probabilities are the same.
     """
 
     def __init__(self) -> None:
@@ -85,7 +67,7 @@ class SmartTurn:
 
         path = smart_turn_model_path()
         self.analyzer = LocalSmartTurnAnalyzerV3(smart_turn_model_path=path, cpu_count=1, sample_rate=MODEL_RATE)
-        self.analyzer._session = session(path)  # pipecat's own keeps its arena: see session()
+        self.analyzer._session = small_session(path)  # pipecat's own keeps its arena (above)
         self._lock = threading.Lock()  # one call at a time per loaded model (sessions share it)
         self.last_ms = 0.0
 
