@@ -293,8 +293,10 @@ def run(args: argparse.Namespace) -> int:
                 _notice(live.add(ev))
                 _backend_notice(ev, errors)
             stats = session.stats()
-            if stop.asked and not callable(getattr(backend, "interrupt", None)):
-                pass  # a local model's flush is not bounded: keep what was decoded
+            if stop.asked and backend.name != "remote":
+                pass  # a local model ends at its last completed line: the line being cut when the
+                # reader stopped (up to 30 s past the text shown) is not read (its `interrupt`
+                # only hurries the lines already cut); a remote server holds text of audio sent
             else:
                 for ev in _end_session(session, backend, stop):
                     _notice(live.add(ev))
