@@ -49,7 +49,7 @@ from captioner.asr.hotword_list import check_hotwords
 from captioner.asr.hotword_respell import Respelling, teacher_forcing
 from captioner.asr.hotword_speculation import Speculation
 from captioner.asr.hotwords import HotwordTree
-from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare
+from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare, weights_file
 from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
 
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
@@ -392,7 +392,7 @@ class MoonshineModel:
         system, and the weights file's pages it read (the session runs on its packed copy;
         the few it reads again, the token lookup's rows, come back from the file)."""
         if not isinstance(self.prepared.decoder, bytes):  # a copy in memory maps no file
-            heap.release_file_pages(f"{self.prepared.decoder}.data")
+            heap.release_file_pages(weights_file(self.prepared.decoder))
         heap.trim(force=True)
 
 

@@ -270,8 +270,14 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
         return model.SerializeToString(), int8
     path = out / f"{stem}.onnx"
     onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-                    location=f"{stem}.onnx.data", size_threshold=1024)
+                    location=os.path.basename(weights_file(path)), size_threshold=1024)
     return str(path), int8
+
+
+def weights_file(onnx_path: str | os.PathLike) -> str:
+    """The weights file (ONNX external data) saved beside a prepared ``<stem>.onnx``:
+    ``<stem>.onnx.data`` in the same folder."""
+    return f"{os.fspath(onnx_path)}.data"
 
 
 def _share_embedding(model) -> bool:
