@@ -59,20 +59,25 @@ class Blocking(Cancellable):
         return super().transcribe_scored(audio, stop)
 
 
-@pytest.mark.parametrize("blocked, expect", [("framed", "a"), ("slower", "b")])
-def test_hurry_cancels_the_reading_running_in_turn_and_keeps_the_surest_so_far(blocked, expect):
-    """The file path (readings in turn): a hurry during the second or a retimed reading ends it
-    at its next decoder step and reads nothing more."""
-    clip = line(2.0)
-    model = Blocking(len(clip), blocked, **UNSURE)
-    reader = LineReader(model)
+def read_hurried(reader: LineReader, model: Blocking, clip: np.ndarray) -> str:
+    """Read ``clip`` on a thread, hurry the reader once the blocked reading started; the text."""
     result: dict = {}
     worker = threading.Thread(target=lambda: result.setdefault("text", reader.read(clip)))
     worker.start()
     assert model.entered.wait(10)
     reader.hurry()
     worker.join(10)
-    assert not worker.is_alive() and result["text"] == expect
+    assert not worker.is_alive()
+    return result["text"]
+
+
+@pytest.mark.parametrize("blocked, expect", [("framed", "a"), ("slower", "b")])
+def test_hurry_cancels_the_reading_running_in_turn_and_keeps_the_surest_so_far(blocked, expect):
+    """The file path (readings in turn): a hurry during the second or a retimed reading ends it
+    at its next decoder step and reads nothing more."""
+    clip = line(2.0)
+    model = Blocking(len(clip), blocked, **UNSURE)
+    assert read_hurried(LineReader(model), model, clip) == expect
     assert model.calls[-1] == blocked  # nothing was started after the cancelled reading
 
 
@@ -81,13 +86,7 @@ def test_live_hurry_cancels_the_helpers_reading_and_the_line_keeps_its_reading_a
     model = Blocking(len(clip), "framed", **UNSURE)
     reader = LineReader(model, at_once=True)
     try:
-        result: dict = {}
-        worker = threading.Thread(target=lambda: result.setdefault("text", reader.read(clip)))
-        worker.start()
-        assert model.entered.wait(10)
-        reader.hurry()
-        worker.join(10)
-        assert not worker.is_alive() and result["text"] == "a"
+        assert read_hurried(reader, model, clip) == "a"
     finally:
         reader.close()
 
