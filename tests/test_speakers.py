@@ -221,3 +221,47 @@ def test_voiced_windows_follow_the_stream_through_jumps_and_repeats():
     assert v.share(0, 512) is None  # forgotten (100 windows kept)
     assert v.share(5 * len(loud), 6 * len(loud)) is None  # not heard yet
     assert VoicedWindows(lambda: None, 10).share(0, 512) is None  # no VAD: no answer
+
+
+def test_the_speaker_model_loads_inside_a_model_call_so_an_early_exit_cannot_abort():
+    """A file shorter than the model's load (~1.5 s) ended ``captioner transcribe`` while the
+    load was inside ONNX Runtime: the interpreter finalised around it and the process died with
+    status 134 (2026-12-06). Counted as a model call, ``exit_process`` ends the process around it."""
+    import threading
+
+    from captioner import native_calls
+
+    entered, release = threading.Event(), threading.Event()
+
+    def load():
+        entered.set()
+        assert release.wait(10)
+        return "encoder"
+
+    before = native_calls.in_flight()
+    registry = SpeakerRegistry(AUTO, load=load, vad=lambda: None)
+    assert entered.wait(10)
+    assert native_calls.in_flight() == before + 1
+    release.set()
+    assert registry.encoder(10) == "encoder"
+    assert native_calls.wait_idle(10) and native_calls.in_flight() == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seconds", [0.0, 0.1])
+def test_transcribe_of_a_file_shorter_than_the_speaker_models_load_exits_0(tmp_path, seconds):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import soundfile as sf
+
+    root = Path(__file__).resolve().parents[1]
+    sf.write(tmp_path / "short.wav", np.zeros(int(seconds * RATE), np.float32), RATE)
+    env = {**__import__("os").environ, "PYTHONPATH": str(root), "CAPTIONER_DATA_DIR": str(tmp_path / "data")}
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-m", "captioner.cli", "transcribe", str(tmp_path / "short.wav"),
+                              "-o", str(tmp_path / "out.txt")], capture_output=True, text=True, env=env, timeout=300)
+        assert run.returncode == 0, run.stderr[-1500:]
+        assert "terminate called" not in run.stderr
+        assert (tmp_path / "out.txt").read_text(encoding="utf-8") == ""

@@ -124,8 +124,13 @@ class SpeakerRegistry:
         threading.Thread(target=self._load_now, name="captioner-speaker-model", daemon=True).start()
 
     def _load_now(self) -> None:
+        from captioner.native_calls import model_call
+
         try:
-            self._encoder = self._load()
+            # building ONNX Runtime's session releases the GIL: a run that ends meanwhile (a
+            # file shorter than the load, ~1.5 s) must not finalise around it (status 134)
+            with model_call():
+                self._encoder = self._load()
         except Exception as exc:  # any failure: captions go on without labels
             self.error = str(exc) or type(exc).__name__
         finally:
