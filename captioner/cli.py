@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     ends through :func:`captioner.native_calls.exit_process`, so a model call a bounded stop
     left running cannot abort the process at exit (status 134, issue 30.2).
     """
-    code = _run(argv)
+    try:
+        code = _run(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the commands' modules import (the first ~0.3 s)
+        print("captioner: interrupted before anything started; nothing was written", file=sys.stderr)
+        code = 130
     if argv is None:
         from captioner.native_calls import exit_process
 

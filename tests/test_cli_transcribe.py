@@ -190,6 +190,21 @@ def test_file_transcription_decodes_each_line_once_and_realtime_keeps_partials(m
         assert seen[-1][1].get("partials") is partials
 
 
+def test_ctrl_c_while_the_commands_import_exits_130_without_a_traceback(tmp_path, capsys, monkeypatch):
+    """Ctrl-C in the first ~0.3 s lands while ``build_parser`` imports the commands' modules:
+    it printed Python's traceback (2026-12-06, a newcomer's check)."""
+    import captioner.cli as cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["transcribe", str(tmp_path / "a.wav"), "-o", str(tmp_path / "a.srt")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted before anything started" in err and "Traceback" not in err
+    assert not (tmp_path / "a.srt").exists()
+
+
 def test_ctrl_c_while_the_model_loads_exits_130_without_a_traceback(tmp_path, capsys, monkeypatch):
     """Ctrl-C during the default model's first-use preparation (several seconds inside
     ONNX Runtime) raises KeyboardInterrupt out of open_backend: a clear line, exit 130."""

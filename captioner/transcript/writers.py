@@ -376,7 +376,7 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     except OSError as exc:
         raise TranscriptWriteError(
             f"Could not save the transcript to {given}: {_explain(exc)}. "
-            "Nothing was lost: the transcript is still open and in the autosave journal.",
+            "Nothing was lost: every word is in the autosave journal.",
             given,
             exc.errno,
         ) from exc
