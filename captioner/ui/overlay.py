@@ -248,7 +248,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
             painter.setPen(frame)
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 10, 10)
-            if not self._shown:
+            if not self._shown and not self.notice_text():  # a notice is read alone, not over the hint
                 self._paint_hint(painter)
         state, speech = self.model.indicator
         paint_indicator(painter, self.indicator_rect(), state, speech, self.text_color, self.outline_color)

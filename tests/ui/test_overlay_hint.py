@@ -35,3 +35,22 @@ def test_the_hint_is_readable_at_low_opacity(qtbot, settings):
     for backdrop in (QColor("#ffffff"), QColor("#000000"), QColor("#ffff66")):
         behind = panel_over(ov.background_color, ov.hint_backdrop_opacity(), backdrop)
         assert contrast_ratio(ov.hint_colour(), behind) >= 4.5, backdrop.name()
+
+
+def test_a_notice_is_shown_alone_not_over_the_hint(qtbot, settings):
+    """A failed Start told on the overlay: its red notice was drawn over the hint's first line,
+    which then read as a jumble of two texts (2026-12-06, a newcomer's screenshot)."""
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    ov.resize(900, 130)
+    ov.set_click_through(False, persist=False)  # the hint is drawn only while the overlay can be grabbed
+    painted = []
+    ov._paint_hint = lambda painter: painted.append(ov.notice_text())
+    ov.grab()
+    assert painted == [""]  # idle, no notice: the hint
+    ov.show_notice("No microphone was found.", 60000)
+    ov.grab()
+    assert painted == [""]  # the notice alone
+    ov.hide_notice()
+    ov.grab()
+    assert painted == ["", ""]
