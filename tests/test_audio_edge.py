@@ -76,3 +76,23 @@ def test_bad_arguments():
     conv = EdgeConverter(48000, 2, 16000)
     with pytest.raises(ValueError, match="2 channels"):
         conv.process(np.zeros((10, 3), np.float32))
+
+
+def test_a_clipped_16_bit_file_loads_within_full_scale_and_a_loud_float_file_keeps_its_peak(tmp_path):
+    """soxr rings above 1.0 around a clipped recording's flat tops: ``captioner transcribe``
+    then warned that a 16-bit file (which cannot exceed full scale) "exceeds full scale (peak
+    1.78)" (2026-12-06, a newcomer's check)."""
+    import soundfile as sf
+    import soxr
+
+    from captioner.audio.fileio import load_audio
+
+    t = np.arange(48000 * 2) / 48000
+    loud = np.clip(30 * np.sin(2 * np.pi * 220 * t) * np.sin(2 * np.pi * 3 * t), -1, 1).astype(np.float32)
+    sf.write(tmp_path / "clipped.wav", np.stack([loud, loud], 1), 48000, subtype="PCM_16")
+    assert np.max(np.abs(soxr.resample(loud, 48000, 16000, quality="VHQ"))) > 1.05  # the overshoot is real
+    pcm = load_audio(tmp_path / "clipped.wav", 16000)
+    assert len(pcm) == 32000 and np.max(np.abs(pcm)) <= 1.0 and np.max(np.abs(pcm)) > 0.99
+    sf.write(tmp_path / "loud.wav", 3.0 * np.sin(2 * np.pi * 220 * t).astype(np.float32), 48000, subtype="FLOAT")
+    flt = load_audio(tmp_path / "loud.wav", 16000)
+    assert 2.9 < np.max(np.abs(flt)) <= 3.0  # a float file over full scale is still seen as such

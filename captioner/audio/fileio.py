@@ -61,7 +61,10 @@ def load_audio(path: str | os.PathLike, sample_rate: int = 16000) -> np.ndarray:
         sample_rate: target rate in Hz (the backend's ``sample_rate``).
 
     Returns:
-        ``[n] float32`` in [-1, 1]; empty for an empty file.
+        ``[n] float32``; empty for an empty file. Within [-1, 1] for an integer (PCM) file; a
+        float file keeps its own peak (it may exceed full scale). A resampler's overshoot
+        past the source's peak (a clipped recording rings above 1.0) is clipped to that peak,
+        so a clipped 16-bit file is never reported as over full scale.
 
     Raises:
         AudioFileError: the file does not exist or cannot be decoded.
@@ -75,4 +78,10 @@ def load_audio(path: str | os.PathLike, sample_rate: int = 16000) -> np.ndarray:
         raise AudioFileError(
             f"cannot read {path} as audio ({exc}); use WAV, FLAC or OGG, or convert it with ffmpeg/sox"
         ) from exc
-    return resample(downmix(data), rate, sample_rate)
+    mono = downmix(data)
+    out = resample(mono, rate, sample_rate)
+    if out.size:
+        finite = np.abs(mono[np.isfinite(mono)])
+        limit = max(1.0, float(np.max(finite, initial=0.0)))
+        np.clip(out, -limit, limit, out=out)  # NaN stays NaN (counted and silenced later)
+    return out
