@@ -6,10 +6,18 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtWidgets import QApplication, QLabel
 
 from captioner.ui.overlay_marks import MARGIN
+
+#: Smallest notice font (pt) unless the application's own font is smaller (then that one, as
+#: before); it grows up to the caption font where the overlay has room, so a reader who set
+#: large captions can read the notice from as far away.
+NOTICE_MIN_PT = 10.0
+#: The notice label's padding (px, both sides, as its stylesheet sets it): 4 px top/bottom, 8 px left/right.
+NOTICE_PAD = (16, 8)
 
 
 class OverlayNotice:
@@ -53,9 +61,29 @@ class OverlayNotice:
             self._notice.hide()
             self.update()
 
+    def notice_font(self, text: str, width: int, height: int) -> QFont:
+        """The largest bold font, from :data:`NOTICE_MIN_PT` (or the application's font where
+        that is smaller) up to the caption font, in which ``text`` wrapped to ``width`` px fits
+        ``height`` px (padding included)."""
+        least = min(NOTICE_MIN_PT, QApplication.font().pointSizeF())
+        font = QFont(self.caption_font)
+        font.setBold(True)
+        size = max(least, self.caption_font.pointSizeF())
+        area = QRectF(0, 0, max(1, width - NOTICE_PAD[0]), 1e6)
+        while size > least:
+            font.setPointSizeF(size)
+            need = QFontMetricsF(font).boundingRect(area, int(Qt.TextFlag.TextWordWrap), text)
+            if need.height() + NOTICE_PAD[1] <= height:
+                return font
+            size = max(least, size - 1.0)
+        font.setPointSizeF(least)
+        return font
+
     def _place_notice(self) -> None:
         if self._notice is None:
             return
         width = max(40, self.width() - MARGIN)
-        height = min(self.height() - MARGIN // 2, self._notice.heightForWidth(width))
+        room = self.height() - MARGIN // 2
+        self._notice.setFont(self.notice_font(self._notice.text(), width, room))
+        height = min(room, self._notice.heightForWidth(width))
         self._notice.setGeometry(MARGIN // 2, MARGIN // 4, width, max(20, height))

@@ -54,3 +54,20 @@ def test_a_notice_is_shown_alone_not_over_the_hint(qtbot, settings):
     ov.hide_notice()
     ov.grab()
     assert painted == ["", ""]
+
+
+@pytest.mark.parametrize("size", [(1100, 110), (600, 130), (900, 300)])
+def test_a_notice_grows_toward_the_caption_font_where_it_fits(qtbot, settings, size):
+    """Low vision: a reader who set large captions reads the notice at that distance too; it is
+    at least the usual label size, at most the caption font, and never taller than the overlay."""
+    from captioner.ui.overlay_notice import NOTICE_MIN_PT
+
+    ov = CaptionOverlay(settings)
+    qtbot.addWidget(ov)
+    ov.resize(*size)
+    ov.show_notice("No microphone was found. Connect one (or start the sound server) and press Refresh "
+                   "devices, or caption system audio or a file instead.", 60000)
+    pt = ov.notice.font().pointSizeF()
+    assert NOTICE_MIN_PT < pt <= ov.caption_font.pointSizeF(), pt
+    assert ov.notice.heightForWidth(ov.notice.width()) <= ov.height() - MARGIN // 2
+    assert ov.notice.geometry().bottom() < ov.height()
