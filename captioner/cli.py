@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = _run(argv)
     except KeyboardInterrupt:  # Ctrl-C while the commands' modules import (the first ~0.3 s)
-        print("captioner: interrupted before anything started; nothing was written", file=sys.stderr)
+        print("captioner: interrupted", file=sys.stderr)  # (a command may have said what it kept already)
         code = 130
     if argv is None:
         from captioner.native_calls import exit_process

@@ -96,11 +96,14 @@ def exit_process(code: int, grace_s: float = 0.1) -> int:
     """
     global _closing
     deadline = time.monotonic() + grace_s
-    with _cond:
-        _closing = True
-        if _cond.wait_for(lambda: not _in_flight, max(0.0, deadline - time.monotonic())):
-            return code
-        names = sorted(t.name for t in threading.enumerate() if t.ident in _in_flight)
+    try:
+        with _cond:
+            _closing = True
+            if _cond.wait_for(lambda: not _in_flight, max(0.0, deadline - time.monotonic())):
+                return code
+            names = sorted(t.name for t in threading.enumerate() if t.ident in _in_flight)
+    except KeyboardInterrupt:  # a further Ctrl-C during the grace: end now (it printed a traceback)
+        names = ["(interrupted)"]
     log.info("ending the process around model calls still running on %s", ", ".join(names))
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

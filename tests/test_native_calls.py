@@ -128,3 +128,30 @@ def test_no_call_starts_once_the_process_is_exiting(monkeypatch):
         with model_call():
             pass
     assert in_flight() == 0
+
+
+EXIT_CTRL_C = r"""
+import os, signal, sys, threading, atexit
+sys.path.insert(0, {root!r})
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's Ctrl-C (a background job ignores it)
+from captioner.native_calls import exit_process, model_call
+entered = threading.Event()
+def hung():
+    with model_call():
+        entered.set()
+        threading.Event().wait()
+threading.Thread(target=hung, daemon=True).start()
+entered.wait()
+atexit.register(lambda: print("atexit ran", flush=True))
+threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+print("returned", exit_process(3, grace_s=30.0), flush=True)
+"""
+
+
+def test_a_second_ctrl_c_during_exit_process_ends_the_process_at_once_without_a_traceback():
+    """A double Ctrl-C early in ``captioner transcribe``: the second landed in exit_process's wait
+    for the turn models' load and printed a KeyboardInterrupt traceback (2026-12-06)."""
+    done = subprocess.run([sys.executable, "-c", EXIT_CTRL_C.format(root=str(ROOT))], capture_output=True,
+                          text=True, timeout=20)
+    assert done.returncode == 3 and "Traceback" not in done.stderr, done
+    assert "atexit ran" in done.stdout and "returned" not in done.stdout

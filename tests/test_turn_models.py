@@ -29,3 +29,21 @@ def test_smart_turn_on_our_session_gives_pipecats_probabilities(tmp_path):
     want = [float(theirs._predict_endpoint(c)["probability"]) for c in clips]
     assert got == pytest.approx(want, abs=1e-5)
     assert got[0] > 0.5 and max(got) - min(got) > 0.05, got  # a finished sentence ends a turn; not one answer for all
+
+
+def test_the_preload_counts_as_a_model_call(monkeypatch):
+    """So a command's early exit (Ctrl-C while its backend loads) ends the process around the
+    load (``exit_process``) instead of joining it, where a second Ctrl-C printed a traceback."""
+    import threading
+
+    from captioner import native_calls
+    from captioner.engine import turn_models
+
+    entered, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(turn_models, "load_models", lambda semantic=True: (entered.set(), release.wait(10)))
+    before = native_calls.in_flight()
+    thread = turn_models.preload()
+    assert entered.wait(10) and native_calls.in_flight() == before + 1
+    release.set()
+    thread.join(10)
+    assert not thread.is_alive() and native_calls.in_flight() == before

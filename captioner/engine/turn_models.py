@@ -131,11 +131,25 @@ def preload(semantic: bool = True) -> threading.Thread:
     """Start :func:`load_models` on a thread and return it: the models load while the caller
     loads its backend (measured 2026-12-02 on 2 busy cores: pipecat's import and smart-turn's
     load take 1.7 s of wall time, 0.2 s of CPU). A later :func:`load_models` waits for this
-    one (one lock) instead of loading twice. Not a daemon: an early exit waits for the load
-    (at most a few seconds) instead of ending the interpreter under ONNX Runtime's feet."""
-    thread = threading.Thread(target=load_models, args=(semantic,), name="captioner-turn-models")
+    one (one lock) instead of loading twice. The load counts as a model call
+    (:func:`captioner.native_calls.model_call`): an early exit of a command (Ctrl-C while the
+    backend loads) ends the process around it at once (``exit_process``) instead of waiting
+    for it, where a second Ctrl-C printed "Exception ignored ... KeyboardInterrupt". Not a
+    daemon, so a library caller's interpreter still waits for it instead of finalising under
+    ONNX Runtime's feet."""
+    thread = threading.Thread(target=_preload, args=(semantic,), name="captioner-turn-models")
     thread.start()
     return thread
+
+
+def _preload(semantic: bool) -> None:
+    from captioner.native_calls import ProcessExiting, model_call
+
+    try:
+        with model_call():
+            load_models(semantic)
+    except ProcessExiting:  # the process is ending: nobody needs the models
+        pass
 
 
 def unavailable_message(problem: str, silence_s: float) -> str:
