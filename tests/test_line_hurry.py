@@ -196,3 +196,30 @@ def test_ctrl_c_in_transcribe_returns_within_two_seconds_and_every_line_read_has
     assert said and set(said) <= {"Words as cut", "Words read again"}, lines
     assert "Words as cut" in said  # the lines read after the stop kept their first reading
     assert len(said) < 24  # the file was not read to its end
+
+
+def test_ctrl_c_before_any_words_says_nothing_was_captioned_yet(tmp_path, monkeypatch, capsys):
+    """It said "the text so far is written" about an empty file (2026-12-06, a tester's run)."""
+    import captioner.commands.transcribe as tr
+    from captioner.cli import main
+    from captioner.engine import turn_models
+    from captioner.engine.turn_models import TurnModels
+
+    class Silent(SlowModel):
+        def transcribe_scored(self, audio, stop=None):
+            if not self.two_read.is_set():
+                self.two_read.set()
+                os.kill(os.getpid(), signal.SIGINT)
+            return "", 0.0
+
+    monkeypatch.setenv("CAPTIONER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(ms, "usable_cpus", lambda: 2)
+    monkeypatch.setitem(turn_models._models, True, TurnModels(CountingBatchVad(PROBS), lambda audio: 0.7))
+    monkeypatch.setattr(turn_models, "preload", lambda: None)
+    monkeypatch.setattr(tr, "open_backend", lambda args: ms.MoonshineBackend(
+        model=Silent(), vad=CountingBatchVad(PROBS), partials=False, line_workers=2))
+    sf.write(tmp_path / "talk.wav", np.zeros(len(PROBS) * 512, np.float32), SR)
+    assert main(["transcribe", str(tmp_path / "talk.wav"), "-o", str(tmp_path / "t.txt"), "--speakers", "off"]) == 1
+    err = capsys.readouterr().err
+    assert "nothing was captioned yet" in err and "text so far" not in err, err
+    assert (tmp_path / "t.txt").read_text(encoding="utf-8") == ""

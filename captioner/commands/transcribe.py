@@ -317,7 +317,9 @@ def run(args: argparse.Namespace) -> int:
         _notice(live.close())
         problem = deliver_transcript(live.transcript, args.output, fmt)
         where = f" to {args.output}" if args.output else ""
-        _error("interrupted; " + (problem or f"the text so far is written{where}") + "; the journal is "
+        said = any(seg.text.strip() for seg in live.transcript.segments)
+        kept = f"the text so far is written{where}" if said else f"nothing was captioned yet (an empty transcript is written{where})"
+        _error("interrupted; " + (problem or kept) + "; the journal is "
                + str(live.transcript.metadata.get("journal", "")))
         backend.close()
         return 1
