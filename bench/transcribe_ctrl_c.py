@@ -72,7 +72,7 @@ def interrupted(tree: Path, audio: Path, delay: float, work: Path) -> dict:
     lines = out.read_text(encoding="utf-8").splitlines() if out.exists() else []
     return {"delay_s": delay, "stop_s": round(time.monotonic() - t0, 2), "exit_code": proc.returncode,
             "lines_written": len([ln for ln in lines if ln.strip()]),
-            "last_stderr": (err.strip().splitlines() or [""])[-1][:160]}
+            "last_stderr": (err.strip().splitlines() or [""])[-1].replace(str(work), "<work>")[:160]}
 
 
 def _commit(tree: Path) -> str:
@@ -98,7 +98,7 @@ def main() -> None:
                 runs[name].append(interrupted(tree, audio, delay, work))
     result = {"audio_s": round(seconds, 1), "audio": "48 kHz stereo int16, espeak-ng " + ", ".join(VOICES),
               "cpus": os.cpu_count(), "load_avg": [round(x, 2) for x in os.getloadavg()],
-              "trees": {name: {"path": str(tree), "commit": _commit(tree), "runs": runs[name],
+              "trees": {name: {"commit": _commit(tree), "runs": runs[name],
                                "stop_s_max": max(r["stop_s"] for r in runs[name])} for name, tree in trees.items()}}
     text = json.dumps(result, indent=1)
     if args.out:

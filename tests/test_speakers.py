@@ -250,6 +250,7 @@ def test_the_speaker_model_loads_inside_a_model_call_so_an_early_exit_cannot_abo
 @pytest.mark.slow
 @pytest.mark.parametrize("seconds", [0.0, 0.1])
 def test_transcribe_of_a_file_shorter_than_the_speaker_models_load_exits_0(tmp_path, seconds):
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -258,7 +259,7 @@ def test_transcribe_of_a_file_shorter_than_the_speaker_models_load_exits_0(tmp_p
 
     root = Path(__file__).resolve().parents[1]
     sf.write(tmp_path / "short.wav", np.zeros(int(seconds * RATE), np.float32), RATE)
-    env = {**__import__("os").environ, "PYTHONPATH": str(root), "CAPTIONER_DATA_DIR": str(tmp_path / "data")}
+    env = {**os.environ, "PYTHONPATH": str(root), "CAPTIONER_DATA_DIR": str(tmp_path / "data")}
     for _ in range(2):
         run = subprocess.run([sys.executable, "-m", "captioner.cli", "transcribe", str(tmp_path / "short.wav"),
                               "-o", str(tmp_path / "out.txt")], capture_output=True, text=True, env=env, timeout=300)

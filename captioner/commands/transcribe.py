@@ -31,6 +31,7 @@ import numpy as np
 from captioner.asr import BackendError
 from captioner.asr.geometry import GeometryError
 from captioner.audio.fileio import AudioFileError, load_audio
+from captioner.audio.fileio import peak as audio_peak  # (run() has a local named peak)
 from captioner.commands.backend_options import (
     add_backend_arguments,
     add_mask_argument,
@@ -249,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
     except AudioFileError as exc:
         _error(str(exc))
         return 1
-    peak = float(np.max(np.abs(audio[np.isfinite(audio)]), initial=0.0))
+    peak = audio_peak(audio)
     if peak > 1.0:  # mis-scaled float file: bring it into [-1, 1] instead of clipping it flat
         print(f"captioner: warning: the audio exceeds full scale (peak {peak:.3g}); scaled down by that factor",
               file=sys.stderr)

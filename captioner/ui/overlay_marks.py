@@ -66,18 +66,28 @@ def paint_indicator(painter: QPainter, rect: QRectF, state: str, speech: float, 
         painter.drawRoundedRect(QRectF(inner.center().x() - side / 2, inner.center().y() - side / 2, side, side), 2, 2)
 
 
+def largest_font(base: QFont, text: str, area: QRectF, flags: int, least: float) -> QFont | None:
+    """``base`` at the largest point size, from its own (at least ``least``) down to ``least``,
+    in which ``text`` drawn with ``flags`` fits ``area`` whole; None when not even ``least`` fits.
+    Steps of 1 pt, of 0.5 pt below 12 pt."""
+    font = QFont(base)
+    size = max(least, base.pointSizeF())
+    while size >= least:
+        font.setPointSizeF(size)
+        need = QFontMetricsF(font).boundingRect(area, flags, text)
+        if need.width() <= area.width() and need.height() <= area.height():
+            return font
+        size = size - 1.0 if size > 12 else size - 0.5
+    return None
+
+
 def hint_layout(area: QRectF, caption_font: QFont) -> tuple[QFont, str]:
     """The longest hint that fits ``area``, in the largest font up to the caption font that fits
     (never clipped); ``""`` when not even the shortest fits at :data:`HINT_MIN_PT`."""
-    font = QFont(caption_font)
-    top = max(HINT_MIN_PT, caption_font.pointSizeF())
     for text in HINTS:
-        size = top
-        while size >= HINT_MIN_PT:
-            font.setPointSizeF(size)
-            need = QFontMetricsF(font).boundingRect(area, HINT_FLAGS, text)
-            if need.width() <= area.width() and need.height() <= area.height():
-                return QFont(font), text
-            size = size - 1.0 if size > 12 else size - 0.5
+        font = largest_font(caption_font, text, area, HINT_FLAGS, HINT_MIN_PT)
+        if font is not None:
+            return font, text
+    font = QFont(caption_font)
     font.setPointSizeF(HINT_MIN_PT)
     return font, ""

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetricsF
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QLabel
 
-from captioner.ui.overlay_marks import MARGIN
+from captioner.ui.overlay_marks import MARGIN, largest_font
 
 #: Smallest notice font (pt) unless the application's own font is smaller (then that one, as
 #: before); it grows up to the caption font where the overlay has room, so a reader who set
@@ -66,17 +66,13 @@ class OverlayNotice:
         that is smaller) up to the caption font, in which ``text`` wrapped to ``width`` px fits
         ``height`` px (padding included)."""
         least = min(NOTICE_MIN_PT, QApplication.font().pointSizeF())
-        font = QFont(self.caption_font)
-        font.setBold(True)
-        size = max(least, self.caption_font.pointSizeF())
-        area = QRectF(0, 0, max(1, width - NOTICE_PAD[0]), 1e6)
-        while size > least:
-            font.setPointSizeF(size)
-            need = QFontMetricsF(font).boundingRect(area, int(Qt.TextFlag.TextWordWrap), text)
-            if need.height() + NOTICE_PAD[1] <= height:
-                return font
-            size = max(least, size - 1.0)
-        font.setPointSizeF(least)
+        bold = QFont(self.caption_font)
+        bold.setBold(True)
+        area = QRectF(0, 0, max(1, width - NOTICE_PAD[0]), max(1, height - NOTICE_PAD[1]))
+        font = largest_font(bold, text, area, int(Qt.TextFlag.TextWordWrap), least)
+        if font is None:
+            font = bold
+            font.setPointSizeF(least)
         return font
 
     def _place_notice(self) -> None:
