@@ -143,7 +143,14 @@ def hung():
 threading.Thread(target=hung, daemon=True).start()
 entered.wait()
 atexit.register(lambda: print("atexit ran", flush=True))
-threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+import time
+from captioner import native_calls
+def press():  # Ctrl-C once exit_process waits (polled: the wait has no hook)
+    while not native_calls._closing:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=press, daemon=True).start()
 print("returned", exit_process(3, grace_s=30.0), flush=True)
 """
 
