@@ -99,20 +99,67 @@ def test_words_still_win_over_nothing_and_ties_keep_the_earlier_reading():
         surest([], SR)
 
 
-def test_live_the_retimed_readings_run_at_once_the_faster_ones_on_the_helper():
+def test_live_the_retimed_readings_start_beside_the_framed_one_on_the_helpers():
+    """Live, the retimed readings start as soon as the reading as cut is unsure, on the two
+    helper threads, while the framed one is still being read (they do not wait for it)."""
     clip = line(2.0)
-    model = Cancellable(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.3), faster=("d", -0.05),
+    framed_started, retimed_started = threading.Event(), threading.Event()
+
+    class Overlapping(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            kind = kind_of(self.n_clip, len(audio))
+            if kind == "framed":  # ends only once a retimed reading has started beside it
+                framed_started.set()
+                assert retimed_started.wait(5), "the retimed readings waited for the framed one"
+            elif kind != "cut":
+                with self.lock:
+                    retimed_order.append(kind)
+                retimed_started.set()
+            return super().transcribe_scored(audio, stop)
+
+    retimed_order: list[str] = []
+    model = Overlapping(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.3), faster=("d", -0.05),
                         fastest=("e", -0.2))
     reader = LineReader(model, at_once=True)
     try:
         assert reader.read(clip) == "d"
     finally:
         reader.close()
+    assert framed_started.is_set()
+    assert retimed_order[0] == "fastest"  # the helper free first takes the shortest clip
     assert sorted(model.calls) == ["cut", "faster", "fastest", "framed", "slower"]
-    assert model.threads["faster"].startswith("captioner-framing")
-    assert model.threads["fastest"].startswith("captioner-framing")
-    assert model.threads["slower"] == threading.current_thread().name
-    assert reader.started_at_once == 3  # the framed reading and the two faster ones
+    assert model.threads["cut"] == threading.current_thread().name
+    assert all(model.threads[k].startswith("captioner-framing") for k in ("framed", "slower", "faster", "fastest"))
+    assert reader.started_at_once == 4 and reader.cancelled == 0
+
+
+def test_live_the_framed_reading_sure_cancels_the_retimed_ones_already_started():
+    clip = line(2.0)
+    retimed_running = threading.Event()
+    cancelled: list[str] = []
+
+    class Speculating(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            kind = kind_of(self.n_clip, len(audio))
+            if kind == "framed":  # sure, once the first retimed reading runs
+                assert retimed_running.wait(5)
+            elif kind != "cut":
+                with self.lock:
+                    self.calls.append(kind)
+                retimed_running.set()
+                assert stop is not None and stop.wait(5), f"the {kind} reading was never cancelled"
+                cancelled.append(kind)
+                raise DecodeCancelled("not needed")
+            return super().transcribe_scored(audio, stop)
+
+    model = Speculating(len(clip), cut=("No masks stop.", -0.33), framed=("The bus stop.", SURE_LOGPROB))
+    reader = LineReader(model, at_once=True)
+    try:
+        assert reader.read(clip) == "The bus stop."
+    finally:
+        reader.close()
+    assert cancelled and set(cancelled) <= {"slower", "faster", "fastest"}
+    assert reader.late == 0  # not needed is not late
 
 
 def test_a_failing_retimed_reading_raises_and_cancels_the_helpers():
@@ -155,7 +202,7 @@ def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
     class Slow(Cancellable):
         def transcribe_scored(self, audio, stop=None):
             kind = kind_of(self.n_clip, len(audio))
-            if kind in ("slower", "fastest"):  # stuck until cancelled (the surest, had they ended)
+            if kind == "slower":  # stuck until cancelled (the surest, had it ended)
                 self.calls.append(kind)
                 assert stop is not None and stop.wait(5), f"the {kind} reading was never cancelled"
                 cancelled.append(kind)
@@ -163,7 +210,7 @@ def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
             return super().transcribe_scored(audio, stop)
 
     model = Slow(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.01), faster=("d", -0.2),
-                 fastest=("e", -0.01))
+                 fastest=("e", -0.3))
     reader = LineReader(model, at_once=True)
     try:
         t0 = time.monotonic()
@@ -172,8 +219,4 @@ def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
     finally:
         reader.close()
     assert FURTHER_BUDGET_S - 0.05 <= took < FURTHER_BUDGET_S + 0.5, took
-    assert reader.late == 2 and "slower" in cancelled
-    # read in turn (the file path), nothing is left out: the same model's readings all end
-    model = Scripted(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.01), faster=("d", -0.2),
-                     fastest=("e", -0.01))
-    assert LineReader(model).read(clip) == "c"
+    assert reader.late == 1 and cancelled == ["slower"]

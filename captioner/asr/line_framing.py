@@ -28,9 +28,14 @@ reading on a helper thread at the same time as the reading as cut (ONNX Runtime 
 GIL; each decode runs on one intra-op thread, so the two use both cores) and cancels it
 between two decoder steps when the reading as cut turns out sure. The text is the same as
 reading them in turn; the final of an unsure line (35-40 % of them) comes after the longer of
-the two decodes instead of after both; the retimed readings of a line still unsure go the same
-way (the slower one here, the faster two on the helper). The file path (``captioner transcribe``) reads two lines
-at once instead (:mod:`captioner.asr.line_pool`) and reads each line's framings in turn.
+the two decodes instead of after both. Once the reading as cut is unsure, the retimed readings
+start on the helpers' second thread at once, beside the framed one (cancelled if the framed
+reading turns out sure), so both cores read until the line's last reading ends
+(:meth:`LineReader._start_further`). A line's readings cost about 0.2 s (as cut, drafted), 0.3-0.4 s
+(each of the others) on this 2-core machine, so a line read five times cannot have its final
+sooner than ~0.7 s after it is cut on two cores, whatever the schedule (``bench/reading_cost.py``).
+The file path (``captioner transcribe``) reads two lines at once instead
+(:mod:`captioner.asr.line_pool`) and reads each line's framings in turn.
 
 No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_scored``).
 """
@@ -69,9 +74,10 @@ SURE_LOGPROB = -0.1
 #: the lines of the sets (a third of the meeting's) are read retimed.
 FURTHER_RATES = (0.9, 1.1, 1.2)
 #: Live (reading at once), the retimed readings of a line must end within this many seconds of
-#: their start (the line's final waits for them); one still running then is cancelled and left
+#: the moment its reading as cut turns out unsure (they start then; the line's final waits for them); one still running then is cancelled and left
 #: out, so live reads fewer of them than the file path only on a loaded machine or a long line.
-#: Each costs an encoder run (~25-35 ms per second of audio here) and a decode from the draft.
+#: Each costs an encoder run (~45-55 ms per second of audio here, the framing's silence
+#: included) and a decode from the draft: 0.28-0.37 s for a 3.2 s line (``bench/reading_cost.py``).
 #: Measured 2026-12-06 (issue 40), 2 cores, beside the partial re-decodes: waiting for all
 #: three put finals at p95 1.5 s after their audio on the 2-minute meeting (0.43 s with two
 #: framings); a 0.25 s budget kept the 20-minute meeting's finals at p95 0.85 s (0.69 s
@@ -88,6 +94,10 @@ WORDS_MIN_S = 1.0
 #: sentences ending 150 ms after their last word decode unchanged).
 END_PAD_S = 0.2
 SAMPLE_RATE = 16000
+#: Threads reading beside the caller live (at once): the framed reading and the retimed ones
+#: share them, so with the caller's reading as cut both cores are busy; a third would only
+#: share them too (each decode runs on one intra-op thread).
+HELPERS = 2
 
 
 def framed(clip: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -141,8 +151,9 @@ class LineReader:
             with ``cancellable = True`` also takes ``stop=threading.Event`` and raises
             :class:`~captioner.asr.base.DecodeCancelled` once it is set.
         bias: keyword arguments of every decode (the hotwords: ``{"bias": tree}`` or ``{}``).
-        at_once: read the second framing on a helper thread while the first is read (live,
-            with two usable cores); needs a cancellable model, else readings go in turn.
+        at_once: read the other readings on :data:`HELPERS` helper threads while the line as
+            cut is read (live, with two usable cores); needs a cancellable model, else
+            readings go in turn.
         sample_rate: of the clips (Hz).
     """
 
@@ -153,15 +164,14 @@ class LineReader:
         self.sample_rate = int(sample_rate)
         self._scored = getattr(model, "transcribe_scored", None)
         self.at_once = bool(at_once and self._scored is not None and getattr(model, "cancellable", False))
-        self._helper = ThreadPoolExecutor(1, thread_name_prefix="captioner-framing") if self.at_once else None
-        #: lines whose second framing was started beside the first, and how many of those were
-        #: cancelled (the first reading was sure or failed): what the speculation did (tests read them)
+        self._helper = ThreadPoolExecutor(HELPERS, thread_name_prefix="captioner-framing") if self.at_once else None
+        #: readings started on the helpers (framed and retimed), and how many of those were
+        #: cancelled (not needed after all, or a reading failed): what the speculation did (tests read them)
         self.started_at_once = 0
         #: retimed readings left out live because they ran past :data:`FURTHER_BUDGET_S`
         self.late = 0
         self.cancelled = 0
         self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
-        self._own: set[threading.Event] = set()  # stops of the retimed readings run on the caller's thread
         self._lock = threading.Lock()
         #: set by :meth:`hurry` (a Stop): every line keeps the readings it has
         self._hurry = threading.Event()
@@ -188,70 +198,86 @@ class LineReader:
             kw["draft"] = list(draft)
         if self._scored is None:
             return collapse_repeats(self.model.transcribe(clip, **kw).strip())
-        second = self._start_second(framed(clip, sr), kw) if self._helper is not None else None
-        needed = False
+        if self._helper is not None:
+            return collapse_repeats(self._read_at_once(clip, kw))
+        cut = self._reading(self._scored(clip, **kw))
+        if (cut[0] and cut[1] >= SURE_LOGPROB) or self._hurry.is_set():
+            return collapse_repeats(cut[0])
+        try:
+            other = self._scored(framed(clip, sr), **self._stoppable(kw))
+        except DecodeCancelled:  # a Stop (hurry) cancelled it
+            return collapse_repeats(cut[0])
+        best = surest((cut, self._reading(other)), len(clip), sr)
+        if best[1] < SURE_LOGPROB and FURTHER_RATES and not self._hurry.is_set():
+            best = surest([best] + self._further(clip, kw), len(clip), sr)
+        return collapse_repeats(best[0])
+
+    def _read_at_once(self, clip: np.ndarray, kw: dict) -> str:
+        """:meth:`read` live: the framed reading runs on a helper while the line as cut is read
+        here; once the reading as cut is unsure, the retimed readings start on the helpers too,
+        without waiting for the framed one (they are cancelled if it turns out sure), so the
+        helpers' two threads stay busy until the line's last reading ends. Returns the text
+        before :func:`~captioner.asr.repeats.collapse_repeats`."""
+        sr = self.sample_rate
+        second = self._start_second(framed(clip, sr), kw)
+        further: list[tuple[Future, threading.Event]] = []
         try:
             cut = self._reading(self._scored(clip, **kw))
             if (cut[0] and cut[1] >= SURE_LOGPROB) or self._hurry.is_set():
-                return collapse_repeats(cut[0])
-            needed = True
+                return cut[0]
+            further = self._start_further(clip, kw)
+            deadline = time.monotonic() + FURTHER_BUDGET_S
             try:
-                other = second[0].result() if second else self._scored(framed(clip, sr), **self._stoppable(kw))
+                other = second[0].result()
             except (DecodeCancelled, CancelledError):  # a Stop (hurry) cancelled it
-                return collapse_repeats(cut[0])
+                return cut[0]
             best = surest((cut, self._reading(other)), len(clip), sr)
-            if best[1] < SURE_LOGPROB and FURTHER_RATES and not self._hurry.is_set():
-                best = surest([best] + self._further(clip, kw), len(clip), sr)
-            return collapse_repeats(best[0])
-        finally:
-            if second and not needed:  # sure as cut, or the first reading failed: cancel the second
-                self._cancel(*second)
-
-    def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
-        """The readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`), in that order.
-
-        Read in turn (the file path), all of them. Reading at once (live), the first is read
-        here and the others on the helper thread meanwhile, within :data:`FURTHER_BUDGET_S`:
-        a reading still running then is cancelled at its next decoder step and left out."""
-        clips = [retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES]
-        out: list[tuple[str, float]] = []
-        if self._helper is None:
-            for c in clips:  # a Stop (:meth:`hurry`) keeps the readings done so far
-                if self._hurry.is_set():
-                    break
+            if best[1] >= SURE_LOGPROB or not further or self._hurry.is_set():
+                return best[0]
+            readings = [best]
+            for future, _ in further:
                 try:
-                    out.append(self._reading(self._scored(c, **self._stoppable(kw))))
-                except DecodeCancelled:
-                    break
-            return out
-        deadline = time.monotonic() + FURTHER_BUDGET_S
-        helped = [self._start_second(c, kw) for c in clips[1:]]
-        own = threading.Event()
-        with self._lock:
-            self._own.add(own)
-        if self._hurry.is_set():  # hurried between the check in read() and here
-            own.set()
-        timer = threading.Timer(FURTHER_BUDGET_S, own.set)
-        timer.daemon = True
-        timer.start()
-        try:
-            try:
-                out.append(self._reading(self._scored(clips[0], stop=own, **kw)))
-            except DecodeCancelled:
-                self.late += 1
-            for future, stop in helped:
-                try:
-                    out.append(self._reading(future.result(timeout=max(0.0, deadline - time.monotonic()))))
+                    readings.append(self._reading(future.result(timeout=max(0.0, deadline - time.monotonic()))))
                 except (FutureTimeout, DecodeCancelled, CancelledError):
                     self.late += 1
-            return out
-        finally:
-            timer.cancel()
-            with self._lock:
-                self._own.discard(own)
-            for future, stop in helped:  # those not finished (late, or a reading failed)
+            return surest(readings, len(clip), sr)[0]
+        finally:  # readings not needed any more (sure, late, a Stop, or one failed): cancel them
+            for future, stop in [second, *further]:
                 if not future.done():
                     self._cancel(future, stop)
+
+    def _start_further(self, clip: np.ndarray, kw: dict) -> list[tuple[Future, threading.Event]]:
+        """Start the readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`) on the helpers;
+        returns their futures and stops in the order of the rates.
+
+        The helper that is free now (the other one still reads the framed line) takes the
+        shortest clip, the next one free the longest, then the rest. Measured 2026-12-07 on the
+        20-minute meeting's lines read five times (``bench/reading_cost.py``, each reading alone:
+        cut ~0.21 s, framed ~0.29 s, retimed 0.27-0.32 s): the last reading ends p50 0.73 s after
+        the line is cut, against 0.83 s when the retimed readings waited for the framed one (the
+        slower one on the caller, the faster two in turn on the helper) and 0.67 s packed
+        perfectly; live, with the partial re-decodes beside them, the meeting's final per line
+        p95 1.38 -> 1.27 s."""
+        if not FURTHER_RATES or self._hurry.is_set():
+            return []
+        clips = {rate: retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES}
+        by_length = sorted(FURTHER_RATES, key=lambda rate: len(clips[rate]))
+        order = [by_length[0], *reversed(by_length[1:])]
+        started = {rate: self._start_second(clips[rate], kw) for rate in order}
+        return [started[rate] for rate in FURTHER_RATES]
+
+    def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
+        """The readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`), in that order,
+        read in turn (the file path); a Stop (:meth:`hurry`) keeps the readings done so far."""
+        out: list[tuple[str, float]] = []
+        for rate in FURTHER_RATES:
+            if self._hurry.is_set():
+                break
+            try:
+                out.append(self._reading(self._scored(retimed(clip, rate, self.sample_rate), **self._stoppable(kw))))
+            except DecodeCancelled:
+                break
+        return out
 
     def hurry(self, after: float = 0.0) -> None:
         """A Stop was asked (any thread; idempotent): ``after`` seconds from now, a line keeps
@@ -278,7 +304,7 @@ class LineReader:
                 return
             self._timer = None
             self._hurry.set()
-            stops = list(self._running.values()) + list(self._own)
+            stops = list(self._running.values())
         for stop in stops:
             stop.set()
 
