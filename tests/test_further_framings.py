@@ -220,3 +220,74 @@ def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
         reader.close()
     assert FURTHER_BUDGET_S - 0.05 <= took < FURTHER_BUDGET_S + 0.5, took
     assert reader.late == 1 and cancelled == ["slower"]
+
+
+def test_live_a_helper_done_with_a_sure_framed_reading_starts_no_retimed_reading_after_it():
+    """The helper that ends the framed reading (sure) would take the next queued retimed reading,
+    whose encoder run no stop can cut short: it checks first and skips it (and every other
+    still queued); the one already running beside the framed reading is cancelled."""
+    clip = line(2.0)
+    first_retimed = threading.Event()
+
+    class SureFramed(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            kind = kind_of(self.n_clip, len(audio))
+            if kind == "framed":  # ends sure once the first retimed reading runs beside it
+                assert first_retimed.wait(5)
+            elif kind != "cut":
+                with self.lock:
+                    self.calls.append(kind)
+                first_retimed.set()
+                assert stop is not None and stop.wait(5), f"the {kind} reading was never cancelled"
+                raise DecodeCancelled("not needed")
+            return super().transcribe_scored(audio, stop)
+
+    model = SureFramed(len(clip), cut=("No masks stop.", -0.33), framed=("The bus stop.", SURE_LOGPROB))
+    reader = LineReader(model, at_once=True)
+    try:
+        assert reader.read(clip) == "The bus stop."
+    finally:
+        reader.close()
+    assert [k for k in model.calls if k not in ("cut", "framed")] == ["fastest"]  # the other two never read
+    assert reader.late == 0
+
+
+def test_live_a_framed_reading_already_sure_when_the_cut_one_ends_starts_no_retimed_reading():
+    from concurrent.futures import wait as wait_futures
+
+    clip = line(2.0)
+    reader: LineReader
+
+    class FramedFirst(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            if kind_of(self.n_clip, len(audio)) == "cut":  # the framed reading ends first
+                with reader._lock:
+                    pending = list(reader._running)
+                wait_futures(pending, timeout=5)
+            return super().transcribe_scored(audio, stop)
+
+    model = FramedFirst(len(clip), cut=("No masks stop.", -0.33), framed=("The bus stop.", -0.05),
+                        slower=("x", 0.0), faster=("y", 0.0), fastest=("z", 0.0))
+    reader = LineReader(model, at_once=True)
+    try:
+        assert reader.read(clip) == "The bus stop."
+    finally:
+        reader.close()
+    assert sorted(model.calls) == ["cut", "framed"] and reader.started_at_once == 1
+
+
+def test_live_close_while_the_cut_reading_runs_keeps_its_text_and_raises_nothing():
+    clip = line(2.0)
+    reader: LineReader
+
+    class ClosedMeanwhile(Cancellable):
+        def transcribe_scored(self, audio, stop=None):
+            if kind_of(self.n_clip, len(audio)) == "cut":
+                reader.close()  # the app unloading the model while a line is read
+            return super().transcribe_scored(audio, stop)
+
+    model = ClosedMeanwhile(len(clip), cut=("a", -0.5), framed=("b", -0.4), slower=("c", -0.3),
+                            faster=("d", -0.05), fastest=("e", -0.2))
+    reader = LineReader(model, at_once=True)
+    assert reader.read(clip) in ("a", "b")  # the framed reading may have ended before the close
+    assert not any(k in model.calls for k in ("slower", "faster", "fastest"))

@@ -134,9 +134,9 @@ def test_live_reads_both_framings_at_once_and_keeps_the_same_text():
         reader.close()
     assert model.threads["cut"] == threading.current_thread().name
     assert model.threads["framed"].startswith("captioner-framing")
-    # the cut reading unsure: the three retimed readings were started beside the framed one too
-    # (not needed once it was sure; this model ignores its stop, so none ends cancelled)
-    assert reader.started_at_once == 4 and reader.cancelled == 0
+    # 1: the framed reading had ended (sure) when the cut one did; 4: the three retimed readings
+    # were started beside it too (the cut reading unsure), then not needed
+    assert reader.started_at_once in (1, 4)
 
 
 def test_a_sure_first_reading_cancels_the_second_one():

@@ -46,7 +46,7 @@ import threading
 import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -74,7 +74,8 @@ SURE_LOGPROB = -0.1
 #: the lines of the sets (a third of the meeting's) are read retimed.
 FURTHER_RATES = (0.9, 1.1, 1.2)
 #: Live (reading at once), the retimed readings of a line must end within this many seconds of
-#: the moment its reading as cut turns out unsure (they start then; the line's final waits for them); one still running then is cancelled and left
+#: the end of its framed reading (they start before, once the reading as cut is unsure; the line's
+#: final waits for them); one still running then is cancelled and left
 #: out, so live reads fewer of them than the file path only on a loaded machine or a long line.
 #: Each costs an encoder run (~45-55 ms per second of audio here, the framing's silence
 #: included) and a decode from the draft: 0.28-0.37 s for a 3.2 s line (``bench/reading_cost.py``).
@@ -168,7 +169,8 @@ class LineReader:
         #: readings started on the helpers (framed and retimed), and how many of those were
         #: cancelled (not needed after all, or a reading failed): what the speculation did (tests read them)
         self.started_at_once = 0
-        #: retimed readings left out live because they ran past :data:`FURTHER_BUDGET_S`
+        #: retimed readings left out live: not ended within :data:`FURTHER_BUDGET_S` of the
+        #: framed reading's end (running or still queued), or cancelled by a Stop
         self.late = 0
         self.cancelled = 0
         self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
@@ -225,8 +227,15 @@ class LineReader:
             cut = self._reading(self._scored(clip, **kw))
             if (cut[0] and cut[1] >= SURE_LOGPROB) or self._hurry.is_set():
                 return cut[0]
-            further = self._start_further(clip, kw)
-            deadline = time.monotonic() + FURTHER_BUDGET_S
+
+            def framed_sure() -> bool:  # the framed reading has ended, and the surer of the two is sure
+                future = second[0]
+                if not future.done() or future.cancelled() or future.exception() is not None:
+                    return False
+                return surest((cut, self._reading(future.result())), len(clip), sr)[1] >= SURE_LOGPROB
+
+            if not framed_sure():
+                further = self._start_further(clip, kw, unless=framed_sure)
             try:
                 other = second[0].result()
             except (DecodeCancelled, CancelledError):  # a Stop (hurry) cancelled it
@@ -234,6 +243,9 @@ class LineReader:
             best = surest((cut, self._reading(other)), len(clip), sr)
             if best[1] >= SURE_LOGPROB or not further or self._hurry.is_set():
                 return best[0]
+            # the budget counts from the framed reading's end, as when the retimed readings
+            # started only then: starting them sooner never leaves out more of them
+            deadline = time.monotonic() + FURTHER_BUDGET_S
             readings = [best]
             for future, _ in further:
                 try:
@@ -246,9 +258,13 @@ class LineReader:
                 if not future.done():
                     self._cancel(future, stop)
 
-    def _start_further(self, clip: np.ndarray, kw: dict) -> list[tuple[Future, threading.Event]]:
+    def _start_further(self, clip: np.ndarray, kw: dict,
+                       unless: Callable[[], bool]) -> list[tuple[Future, threading.Event]]:
         """Start the readings of ``clip`` at :data:`FURTHER_RATES` (:func:`retimed`) on the helpers;
-        returns their futures and stops in the order of the rates.
+        returns their futures and stops in the order of the rates. A reading whose turn comes
+        once ``unless()`` is true (the framed reading ended sure) is not read: a helper that
+        has just read the framed line checks it before it starts the next reading's encoder run,
+        which no stop can cut short.
 
         The helper that is free now (the other one still reads the framed line) takes the
         shortest clip, the next one free the longest, then the rest. Measured 2026-12-07 on the
@@ -263,7 +279,7 @@ class LineReader:
         clips = {rate: retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES}
         by_length = sorted(FURTHER_RATES, key=lambda rate: len(clips[rate]))
         order = [by_length[0], *reversed(by_length[1:])]
-        started = {rate: self._start_second(clips[rate], kw) for rate in order}
+        started = {rate: self._start_second(clips[rate], kw, unless) for rate in order}
         return [started[rate] for rate in FURTHER_RATES]
 
     def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
@@ -325,20 +341,32 @@ class LineReader:
         stop.set()
         future.add_done_callback(self._count_cancelled)
 
-    def _start_second(self, clip: np.ndarray, kw: dict) -> tuple[Future, threading.Event]:
-        """Start reading the framed ``clip`` (decode arguments ``kw``) on the helper thread;
-        returns its future and its stop."""
+    def _start_second(self, clip: np.ndarray, kw: dict,
+                      unless: Callable[[], bool] | None = None) -> tuple[Future, threading.Event]:
+        """Start reading ``clip`` (decode arguments ``kw``) on a helper thread, unless ``unless()``
+        is true when its turn comes; returns its future and its stop. After :meth:`close` the
+        future is returned cancelled (nothing is read)."""
         stop = threading.Event()
         if self._hurry.is_set():
             stop.set()
-        future = self._helper.submit(self._framed_reading, clip, stop, kw)
+        try:
+            future = self._helper.submit(self._framed_reading, clip, stop, kw, unless)
+        except RuntimeError:  # the helpers were shut down (close() while the line was read)
+            future = Future()
+            future.cancel()
+            stop.set()
+            return future, stop
         with self._lock:
             self._running[future] = stop
         future.add_done_callback(self._finished)
         self.started_at_once += 1
         return future, stop
 
-    def _framed_reading(self, clip: np.ndarray, stop: threading.Event, kw: dict) -> tuple[str, float]:
+    def _framed_reading(self, clip: np.ndarray, stop: threading.Event, kw: dict,
+                        unless: Callable[[], bool] | None) -> tuple[str, float]:
+        if unless is not None and unless():
+            stop.set()
+            raise DecodeCancelled("the framed reading was sure: this one is not needed")
         with model_call():  # the process never finalises while a decode runs (issue 30.2)
             return self._scored(clip, stop=stop, **kw)
 
