@@ -173,7 +173,7 @@ class LineReader:
         #: framed reading's end (running or still queued), or cancelled by a Stop
         self.late = 0
         self.cancelled = 0
-        self._running: dict[Future, threading.Event] = {}  # second readings not finished, and their stops
+        self._running: dict[Future, threading.Event] = {}  # helper readings not finished, and their stops
         self._lock = threading.Lock()
         #: set by :meth:`hurry` (a Stop): every line keeps the readings it has
         self._hurry = threading.Event()
@@ -221,7 +221,7 @@ class LineReader:
         helpers' two threads stay busy until the line's last reading ends. Returns the text
         before :func:`~captioner.asr.repeats.collapse_repeats`."""
         sr = self.sample_rate
-        second = self._start_second(framed(clip, sr), kw)
+        second = self._start_helper(framed(clip, sr), kw)
         further: list[tuple[Future, threading.Event]] = []
         try:
             cut = self._reading(self._scored(clip, **kw))
@@ -279,7 +279,7 @@ class LineReader:
         clips = {rate: retimed(clip, rate, self.sample_rate) for rate in FURTHER_RATES}
         by_length = sorted(FURTHER_RATES, key=lambda rate: len(clips[rate]))
         order = [by_length[0], *reversed(by_length[1:])]
-        started = {rate: self._start_second(clips[rate], kw, unless) for rate in order}
+        started = {rate: self._start_helper(clips[rate], kw, unless) for rate in order}
         return [started[rate] for rate in FURTHER_RATES]
 
     def _further(self, clip: np.ndarray, kw: dict) -> list[tuple[str, float]]:
@@ -341,7 +341,7 @@ class LineReader:
         stop.set()
         future.add_done_callback(self._count_cancelled)
 
-    def _start_second(self, clip: np.ndarray, kw: dict,
+    def _start_helper(self, clip: np.ndarray, kw: dict,
                       unless: Callable[[], bool] | None = None) -> tuple[Future, threading.Event]:
         """Start reading ``clip`` (decode arguments ``kw``) on a helper thread, unless ``unless()``
         is true when its turn comes; returns its future and its stop. After :meth:`close` the
@@ -350,7 +350,7 @@ class LineReader:
         if self._hurry.is_set():
             stop.set()
         try:
-            future = self._helper.submit(self._framed_reading, clip, stop, kw, unless)
+            future = self._helper.submit(self._helper_reading, clip, stop, kw, unless)
         except RuntimeError:  # the helpers were shut down (close() while the line was read)
             future = Future()
             future.cancel()
@@ -362,7 +362,7 @@ class LineReader:
         self.started_at_once += 1
         return future, stop
 
-    def _framed_reading(self, clip: np.ndarray, stop: threading.Event, kw: dict,
+    def _helper_reading(self, clip: np.ndarray, stop: threading.Event, kw: dict,
                         unless: Callable[[], bool] | None) -> tuple[str, float]:
         if unless is not None and unless():
             stop.set()
