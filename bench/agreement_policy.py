@@ -1,7 +1,7 @@
 """Which LocalAgreement policy: replay the live re-decodes of a meeting through each one.
 
 Live WER with the default model depends on which words the partial re-decodes commit as
-final before the line ends (:class:`captioner.asr.agreement.LineAgreement`): a word
+final before the line ends (:class:`captioner.asr.moonshine.agreement.LineAgreement`): a word
 committed early from a short clip stays, even when the final decode of the whole line reads
 it differently. Comparing policies live costs a real-time run each (21 minutes for the
 20-minute meeting); this script decodes the re-decodes once and replays them through every
@@ -64,7 +64,7 @@ def one_pass_lines(audio) -> list[tuple[float, float, str]]:
     import numpy as np
 
     from captioner.asr.base import StepRow
-    from captioner.asr.moonshine import CHUNK_SAMPLES, MoonshineBackend
+    from captioner.asr.moonshine.backend import CHUNK_SAMPLES, MoonshineBackend
     from captioner.events import TextDelta
 
     be = MoonshineBackend(partials=False)
@@ -88,7 +88,7 @@ def _init(wav: str) -> None:
     global _BACKEND, _AUDIO
     import soundfile as sf
 
-    from captioner.asr.moonshine import MoonshineBackend
+    from captioner.asr.moonshine.backend import MoonshineBackend
 
     _AUDIO, _ = sf.read(wav, dtype="float32")
     _BACKEND = MoonshineBackend(partials=True)
@@ -100,7 +100,7 @@ def replay_line(line: tuple[float, float, str]) -> dict:
     (:meth:`MoonshineBackend._decode_clip`)."""
     import numpy as np
 
-    from captioner.asr.moonshine import MIN_PARTIAL_S, PARTIAL_PAD_S
+    from captioner.asr.moonshine.partials import MIN_PARTIAL_S, PARTIAL_PAD_S
 
     ls, le, _ = line
     sr, be = 16000, _BACKEND
@@ -125,8 +125,8 @@ def evaluate(lines, replays, ref: str, holdback: int, min_clip_s: float, min_gap
     import jiwer
     import numpy as np
 
-    from captioner.asr.agreement import LineAgreement
-    from captioner.asr.repeats import collapse_repeats
+    from captioner.asr.moonshine.agreement import LineAgreement
+    from captioner.asr.moonshine.repeats import collapse_repeats
     from tests.speech import normalize_words
 
     out_words, lat, early = [], [], 0

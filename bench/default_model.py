@@ -4,7 +4,7 @@ Two parts, before and after side by side in one invocation (both see the same ma
 
 * ``--part model`` (in this process, one intra-op thread each): the shipped ``.ort`` graphs
   run directly with onnxruntime against the prepared ONNX form
-  (``captioner/asr/moonshine_prepare.py``) -- encoder for 4 s of audio, the first decoder
+  (``captioner/asr/moonshine/prepare.py``) -- encoder for 4 s of audio, the first decoder
   step (no cache) and a decoder step with the KV cache (medians), greedy tokens identical on
   every clip, the preparation's time and disk, resident memory of the loaded model, and
   batching two equal-length clips in one call (B=2) against two calls (B=1);
@@ -72,9 +72,10 @@ def greedy(enc, dec, audio: np.ndarray, max_tokens: int, batch: int = 1):
 def part_model(clips: list[np.ndarray]) -> dict:
     import onnxruntime as ort
 
-    from captioner.asr import moonshine_prepare as prep
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import MoonshineModel, session_options
+    from captioner.asr.moonshine import prepare as prep
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import MoonshineModel
+    from captioner.asr.moonshine.ort_options import session_options
 
     src = default_model_dir()
     with tempfile.TemporaryDirectory() as cache:

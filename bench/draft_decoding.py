@@ -4,7 +4,7 @@ Every sentence of the three multi-voice sets of ``bench/voice_sets.py`` is cut o
 of its pauses and read as live captioning reads it: re-decodes every 0.3 s of the growing
 line (with ``PARTIAL_PAD_S`` of silence), each drafted by the one before, then the line's two
 final framings (as cut, and ``line_framing.framed``) drafted by the last re-decode. Each
-configuration of :data:`captioner.asr.moonshine_model.LOOKAHEAD` runs ``--passes`` times,
+configuration of :data:`captioner.asr.moonshine.model.LOOKAHEAD` runs ``--passes`` times,
 alternating (same machine load); printed as JSON and written to ``--out``:
 
 * decoder runs and decoder seconds of the re-decodes and of the final readings;
@@ -36,12 +36,12 @@ def main() -> None:
     import numpy as np
     import soundfile as sf
 
-    import captioner.asr.moonshine_model as mm
+    import captioner.asr.moonshine.model as mm
     from bench.hotwords import count_decoder_runs
     from bench.voice_sets import render_set
-    from captioner.asr.line_framing import framed
-    from captioner.asr.moonshine import PARTIAL_PAD_S
-    from captioner.asr.moonshine_files import default_model_dir
+    from captioner.asr.moonshine.line_framing import framed
+    from captioner.asr.moonshine.partials import PARTIAL_PAD_S
+    from captioner.asr.moonshine.files import default_model_dir
 
     model = mm.shared_model(default_model_dir())
     runs = count_decoder_runs(model)

@@ -1,6 +1,6 @@
 """Which reading of a completed line to keep: replay the lines ``captioner transcribe`` cuts (issue 40.1).
 
-The final text of a line is decided by :class:`captioner.asr.line_framing.LineReader`. This
+The final text of a line is decided by :class:`captioner.asr.moonshine.line_framing.LineReader`. This
 script records the clips the file path cuts from ``bench/voice_sets.py``'s sets and from the
 meeting of ``bench/meeting_audio.py`` (the real ``captioner transcribe``, its line pool
 patched to keep each clip), then reads every clip with each candidate policy and scores the
@@ -44,7 +44,7 @@ def record_lines(name: str, tmp: Path) -> tuple[str, list[tuple[np.ndarray, bool
     from bench import voice_sets as vs
     from bench.meeting_audio import make_meeting
     from captioner import cli
-    from captioner.asr import line_pool
+    from captioner.asr.moonshine import line_pool
 
     wav = tmp / f"{name}.wav"
     if name.startswith("meeting"):
@@ -69,7 +69,7 @@ def record_lines(name: str, tmp: Path) -> tuple[str, list[tuple[np.ndarray, bool
 
 def beam_reader(model, width: int):
     """``transcribe_scored``-like reading with a beam of ``width`` (decoder runs on numpy feeds)."""
-    from captioner.asr.moonshine_tokenizer import END, START
+    from captioner.asr.moonshine.tokenizer import END, START
 
     dec = model.decoder
     names = [o.name.replace("present", "past_key_values") for o in dec.get_outputs()[1:]]
@@ -123,8 +123,8 @@ def beam_reader(model, width: int):
 
 def policy_reader(model, policy: str):
     """``read(clip, at_end) -> text`` of ``policy`` (see the module docstring)."""
-    from captioner.asr import line_framing as lf
-    from captioner.asr.repeats import collapse_repeats
+    from captioner.asr.moonshine import line_framing as lf
+    from captioner.asr.moonshine.repeats import collapse_repeats
 
     if policy == "two" or policy.startswith("rates="):
         rates = () if policy == "two" else tuple(float(r) for r in policy[6:].split("+"))
@@ -166,8 +166,8 @@ def main() -> None:
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     from bench.voice_sets import wer
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import shared_model
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import shared_model
 
     model = shared_model(default_model_dir())
     result: dict = {"command": "python bench/final_reading.py " + " ".join(sys.argv[1:]),

@@ -24,9 +24,9 @@ import soundfile as sf  # noqa: E402
 from PySide6.QtCore import QCoreApplication, QEventLoop  # noqa: E402
 
 from captioner.audio.filesource import FileSource  # noqa: E402
+from captioner.engine.qt_controller import EngineController  # noqa: E402
 from captioner.engine.qt_worker import (  # noqa: E402
     EngineConfig,
-    EngineController,
     EngineWorker,
     SourceSpec,
     default_pipeline_factory,

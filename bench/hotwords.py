@@ -157,8 +157,8 @@ def score(refs: list[str], hyps: list[str]) -> dict:
 def quality(boosts: list[float]) -> dict:
     """Decode the set with no list and with :data:`RARE` at each boost; the identity check."""
     sys.path.insert(0, str(ROOT))
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import MoonshineModel
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import MoonshineModel
 
     model = MoonshineModel(default_model_dir())
     out: dict = {}
@@ -199,8 +199,8 @@ def count_decoder_runs(model) -> list[int]:
 def timing_child(n_words: int, repeats: int) -> dict:
     """(In a child, with this file's tree or an older one on the path.) Per-clip median ms per
     decoder run and per emitted token, decoding the same clips ``repeats`` times."""
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import MoonshineModel
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import MoonshineModel
 
     model = MoonshineModel(default_model_dir())
     tree = model.hotwords(synthetic_words(n_words)) if n_words else None
@@ -210,7 +210,7 @@ def timing_child(n_words: int, repeats: int) -> dict:
 
     spent = [0.0, 0]  # seconds inside the biased choice, calls
     if tree is not None:
-        from captioner.asr.hotwords import Biasing
+        from captioner.asr.moonshine.hotwords import Biasing
 
         plain_choose = Biasing.choose
 

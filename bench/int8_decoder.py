@@ -1,10 +1,10 @@
-"""The 8-bit decoder against the float one on the same line clips (issue 40: ``moonshine_int8``).
+"""The 8-bit decoder against the float one on the same line clips (issue 40: ``captioner.asr.moonshine.int8``).
 
 Prepares the default model both ways in temporary cache folders (the float one as on a CPU
 without fast int8 kernels), records the clips ``captioner transcribe`` cuts from each input
 (``bench/final_reading.py``: ``setN`` of ``bench/voice_sets.py``, ``meetingM`` an M-minute
 meeting), and reads every clip with today's final-reading policy
-(:class:`captioner.asr.line_framing.LineReader`) with each decoder. Prints one JSON line per
+(:class:`captioner.asr.moonshine.line_framing.LineReader`) with each decoder. Prints one JSON line per
 input and writes ``OUT.json``: WER %, CPU seconds of the reading (one thread), lines whose
 final text is the same, and the decoder's data size on disk.
 
@@ -33,10 +33,10 @@ def main() -> None:
     args = ap.parse_args()
     from bench.final_reading import record_lines
     from bench.voice_sets import wer
-    from captioner.asr import line_framing as lf
-    from captioner.asr import moonshine_int8
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import MoonshineModel
+    from captioner.asr.moonshine import line_framing as lf
+    from captioner.asr.moonshine import int8 as moonshine_int8
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import MoonshineModel
 
     result: dict = {"command": "python bench/int8_decoder.py " + " ".join(sys.argv[1:]),
                     "cpu_count": os.cpu_count(), "loadavg_start": [round(x, 2) for x in os.getloadavg()],

@@ -357,6 +357,7 @@ def run_gui(backend, files, labels, on_event, live_ref) -> None:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QCoreApplication, QTimer
 
+    from captioner.engine import qt_controller as qc
     from captioner.engine import qt_worker as qw
     from captioner.engine.live import LiveCaptioner
 
@@ -369,7 +370,7 @@ def run_gui(backend, files, labels, on_event, live_ref) -> None:
         return live
 
     worker = qw.EngineWorker(backend_factory=lambda cfg: backend, pipeline_factory=pipeline_factory)
-    ctl = qw.EngineController(worker)
+    ctl = qc.EngineController(worker)
     ctl.event.connect(on_event)  # delivered in the GUI thread, as the window receives them
     ctl.stopped.connect(app.quit)
     specs = tuple(qw.SourceSpec("file", lab, path=f) for f, lab in zip(files, labels))

@@ -1,6 +1,6 @@
 """Which partial tail to show: replay a meeting's live re-decodes through the backend's code.
 
-Choosing how much of each re-decode the default model shows (:mod:`captioner.asr.steady_tail`)
+Choosing how much of each re-decode the default model shows (:mod:`captioner.asr.moonshine.steady_tail`)
 trades flicker against latency; a live run per candidate costs real time. This script takes
 the re-decodes ``bench/agreement_policy.py`` recorded (per line: the re-decode times, costs
 and texts, the line's one-pass text) and feeds them through the real
@@ -65,15 +65,16 @@ def replay(lines, replays, tail_factory) -> list[tuple[float, object]]:
     """``(wall s, event)`` of the meeting replayed through the backend with a tail policy."""
     import numpy as np
 
-    from captioner.asr.moonshine import MoonshineBackend, _LineState
-    from captioner.asr.moonshine_lines import LineEvent
-    from captioner.asr.partial_worker import PartialJob
-    from captioner.asr.repeats import collapse_repeats
+    from captioner.asr.moonshine.backend import MoonshineBackend
+    from captioner.asr.moonshine.line_state import LineState
+    from captioner.asr.moonshine.lines import LineEvent
+    from captioner.asr.moonshine.partial_worker import PartialJob
+    from captioner.asr.moonshine.repeats import collapse_repeats
 
     model = _Recorded()
     be = MoonshineBackend(model=model, vad=object(), partials=False)
     sr = 16000
-    state = _LineState(lines=None, speech=None)
+    state = LineState(lines=None, speech=None)
     out: list[tuple[float, object]] = []
     for i, ((ls, le, text), rep) in enumerate(zip(lines, replays)):
         be._lines(state, [LineEvent(i, int(ls * sr))])
@@ -148,7 +149,7 @@ def main() -> None:
     import tempfile
 
     from bench.meeting_audio import make_meeting
-    from captioner.asr.steady_tail import SteadyTail
+    from captioner.asr.moonshine.steady_tail import SteadyTail
 
     data = json.loads(Path(args.replays).read_text())
     lines, replays = [tuple(x) for x in data["lines"]], data["replays"]

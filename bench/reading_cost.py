@@ -1,6 +1,6 @@
 """What a line's final costs on this machine, reading by reading, and the earliest it can come (issue 40).
 
-Live, a completed line's final text waits for its readings (:class:`captioner.asr.line_framing.LineReader`):
+Live, a completed line's final text waits for its readings (:class:`captioner.asr.moonshine.line_framing.LineReader`):
 the line as cut; unless the model is sure of it, the framed line; unless the surer of the two is
 sure, the line played at each of ``FURTHER_RATES``. This script records the clips ``captioner
 transcribe`` cuts from each input (``bench/final_reading.py``: ``setN`` of ``bench/voice_sets.py``,
@@ -12,7 +12,7 @@ draft a live reading can have: the open line's last re-decode), and gives, per l
   readings side by side, then the slower retimed reading beside the two faster ones in turn):
   ``max(cut, framed) + max(r0.9, r1.1 + r1.2)`` for a line read five times;
 * ``after``: when it comes with the schedule of :meth:`LineReader._start_further
-  <captioner.asr.line_framing.LineReader._start_further>` (since 2026-12-07): the framed reading
+  <captioner.asr.moonshine.line_framing.LineReader._start_further>` (since 2026-12-07): the framed reading
   on one helper from the start; once the cut reading is done (and unsure), the retimed readings
   on the two helpers, shortest first, then longest, each taken by the helper free first;
 * ``floor``: the earliest any schedule on two cores could give it: the readings the policy needs
@@ -60,7 +60,7 @@ def time_reading(model, clip: np.ndarray, draft: list[int]) -> dict:
 
 def line_cost(model, clip: np.ndarray, at_end: bool) -> dict:
     """The readings today's policy needs for one line, timed, and its ``before``, ``after`` and ``floor`` (s)."""
-    from captioner.asr import line_framing as lf
+    from captioner.asr.moonshine import line_framing as lf
 
     sr = lf.SAMPLE_RATE
     if at_end:
@@ -128,8 +128,8 @@ def main() -> None:
     import subprocess
 
     from bench.final_reading import record_lines
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import shared_model
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import shared_model
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()

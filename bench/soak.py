@@ -237,8 +237,8 @@ def run(args, hold: dict | None = None) -> dict:
     from PySide6.QtWidgets import QApplication
 
     import captioner
+    from captioner.engine.qt_controller import EngineController
     from captioner.engine.qt_worker import (
-        EngineController,
         EngineWorker,
         default_backend_factory,
         default_pipeline_factory,

@@ -57,6 +57,9 @@ warnings.filterwarnings("ignore", message="'uem' was approximated")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+#: the mark of doubt (captioner.speakers.clustering.UNSURE; written out: the 'before' tree lacks it)
+UNSURE = "Speaker ?"
+
 QUICK_SENTENCES = [
     "Are you ready?", "Yes, I am ready now.", "Good, then let us start with the budget.",
     "The budget is almost finished.", "How much is left for travel?", "About two thousand euros.",
@@ -115,6 +118,23 @@ def render(name: str, folder: Path, minutes: float) -> tuple[Path, list[dict]]:
 
         utts = make_meeting(wav, minutes)
         return wav, [{"text": u.text, "voice": u.voice, "start": u.start, "end": u.end} for u in utts]
+    if name.startswith("nat"):
+        from bench.natural_voices import render_natural
+
+        return wav, render_natural(name, wav, minutes or 20)
+    if name in ("endgame", "cities"):  # real recordings in moonshine-voice's assets (bench extra)
+        import importlib.util
+
+        import soundfile as sf
+        import soxr
+
+        folder = Path(list(importlib.util.find_spec("moonshine_voice").submodule_search_locations)[0]) / "assets"
+        src = folder / ("endgame_nagg_nell.wav" if name == "endgame" else "two_cities.wav")
+        a, sr = sf.read(src, dtype="float32", always_2d=True)
+        a = soxr.resample(a.mean(axis=1), sr, 16000).astype(np.float32)
+        sf.write(wav, a, 16000, subtype="PCM_16")
+        # no sentence times: only the number of labels is scored (two actors / one reader)
+        return wav, [{"text": "", "voice": name, "start": 0.0, "end": len(a) / 16000, "speakers": 2 if name == "endgame" else 1}]
     if name == "one":
         import soundfile as sf
         import soxr
@@ -162,7 +182,10 @@ def child(tree: str, wav: str, out: str, speakers: str) -> None:
             return got
 
         tracker.SpeakerTracker.label = label
-    from captioner.asr.line_pool import WORKERS
+    try:
+        from captioner.asr.moonshine.line_pool import WORKERS
+    except ImportError:  # a tree from before the asr/ subpackages (issue 50)
+        from captioner.asr.line_pool import WORKERS
     from captioner.audio.fileio import load_audio
     from captioner.engine.batcher import BatchEngine
     from captioner.engine.readahead import ReadAhead
@@ -182,10 +205,15 @@ def child(tree: str, wav: str, out: str, speakers: str) -> None:
     kw = {}
     if speakers != "none":
         from captioner.speakers.options import parse_speakers
-        from captioner.speakers.tracker import make_tracker, new_registry
+        from captioner.speakers.tracker import make_tracker
+        try:
+            from captioner.speakers.registry import new_registry
+        except ImportError:  # a tree from before issue 51
+            from captioner.speakers.tracker import new_registry
 
         opts = parse_speakers(speakers)
-        kw["speakers"] = make_tracker(opts, "file", backend.sample_rate, new_registry(opts))
+        registry = new_registry(opts)
+        kw["speakers"] = make_tracker(opts, "file", backend.sample_rate, registry)
     session = StreamingSession(BatchEngine(backend, max_wait_ms=0.0), Path(wav).name, None, **kw)
     block = backend.geometry.chunk_step
     ahead = ReadAhead(session, (audio[i: i + block] for i in range(0, len(audio), block)))
@@ -194,6 +222,16 @@ def child(tree: str, wav: str, out: str, speakers: str) -> None:
         events += next(ahead, [])
     events += ahead.close()
     events += session.end()
+    if speakers != "none" and hasattr(registry, "second_pass"):  # what transcribe saves (issue 51)
+        from captioner.events import TextDelta
+        from captioner.speakers.recluster import relabel_events
+
+        t1 = time.process_time()
+        again = relabel_events(events, registry.second_pass(renumber=True))
+        record["second_pass_cpu_s"] = time.process_time() - t1
+        record["first_pass"] = record["labelled"]
+        record["labelled"] = [dict(text=e.text, start=e.start, end=e.end, speaker=e.speaker) for e in again
+                              if isinstance(e, TextDelta) and e.final and e.text.strip()]
     record["wall_s"] = time.perf_counter() - t0
     record["code"] = 0
     if speakers == "none":
@@ -221,6 +259,10 @@ def live_record(wav: str, speakers: str, record: dict) -> None:
     def on_event(ev) -> None:
         if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
             finals.append(dict(text=ev.text, start=ev.start, end=ev.end, speaker=ev.speaker))
+        elif type(ev).__name__ == "SpeakerFix":  # a shown line corrected (issue 51): as the transcript does
+            for f in finals:
+                if min(f["end"], ev.end) - max(f["start"], ev.start) >= 0.5 * (f["end"] - f["start"]):
+                    f["speaker"] = ev.speaker
 
     t0 = time.perf_counter()
     live = LiveCaptioner(load_backend("default"), [FileSource(wav, label="Meeting", realtime=True)], on_event,
@@ -261,8 +303,8 @@ def score(utts: list[dict], labelled: list[dict], key=lambda v: v) -> dict:
     from scipy.optimize import linear_sum_assignment
 
     voices = sorted({key(u["voice"]) for u in utts})
-    labels = sentence_labels(utts, labelled)
-    found = sorted({d["speaker"] for d in labelled if d["speaker"]})
+    labels = [lab if lab != UNSURE else "" for lab in sentence_labels(utts, labelled)]  # doubt: not right
+    found = sorted({d["speaker"] for d in labelled if d["speaker"] and d["speaker"] != UNSURE})
     cost = np.zeros((len(found), len(voices)))
     for lab, u in zip(labels, utts):
         if lab:
@@ -277,11 +319,47 @@ def score(utts: list[dict], labelled: list[dict], key=lambda v: v) -> dict:
         if d["end"] > d["start"] and d["speaker"]:
             hyp[Segment(d["start"], d["end"])] = d["speaker"]
     der = float(DiarizationErrorRate()(ref, hyp)) if utts else 0.0
+    unsure = sum(1 for lab in sentence_labels(utts, labelled) if lab == UNSURE)
+    wrong = len(utts) - right - unsure
     return {"accuracy": right / len(utts) if utts else 1.0, "speakers": len(found), "truth": len(voices),
-            "der": der}
+            "der": der, "unsure": unsure, "wrong": wrong}
 
 
-def replay(wav: Path, lines: list[dict]) -> list[dict]:
+def line_faults(utts: list[dict], labelled: list[dict], least_s: float = 0.3) -> dict:
+    """Faults a reader sees in the lines (issue 51): ``mixed_lines``, labelled finals that hold
+    speech of two voices (each overlapping the final by at least ``least_s`` s, or by half of a
+    shorter sentence); ``split_sentences``, sentences whose text went to two different labels."""
+    def overlap(a: dict, b: dict) -> float:
+        return min(a["end"], b["end"]) - max(a["start"], b["start"])
+
+    mixed = 0
+    for d in labelled:
+        voices = {u["voice"] for u in utts
+                  if overlap(u, d) >= min(least_s, 0.5 * (u["end"] - u["start"]))}
+        mixed += len(voices) > 1
+    split = 0
+    for u in utts:
+        labels = {d["speaker"] for d in labelled if d["speaker"]
+                  and overlap(u, d) >= min(least_s, 0.5 * (d["end"] - d["start"]))}
+        split += len(labels) > 1
+    return {"mixed_lines": mixed, "lines": len(labelled), "split_sentences": split, "sentences": len(utts)}
+
+
+def scores(name: str, utts: list[dict], labelled: list[dict]) -> dict:
+    """Every score of one input: by voice (and by timbre for espeak-ng inputs), the line faults,
+    and for the real recordings without sentence times only the number of labels."""
+    found = sorted({d["speaker"] for d in labelled if d["speaker"] and d["speaker"] != UNSURE})
+    if utts and "speakers" in utts[0]:
+        return {"labels": found, "speakers": len(found), "truth": utts[0]["speakers"]}
+    out = {"voices": score(utts, labelled), "labels": found}
+    if not name.startswith("nat"):
+        out["timbre"] = score(utts, labelled, timbre)
+    if utts and utts[0]["text"]:
+        out["line_faults"] = line_faults(utts, labelled)
+    return out
+
+
+def replay(wav: Path, lines: list[dict], second_pass: bool = True) -> list[dict]:
     """Label recorded final lines again with the working tree's tracker (no decoding)."""
     from captioner.audio.fileio import load_audio
     from captioner.events import TextDelta
@@ -290,16 +368,18 @@ def replay(wav: Path, lines: list[dict]) -> list[dict]:
 
     audio = load_audio(str(wav), 16000)
     tr = SpeakerTracker(AUTO)
-    fed, out = 0, []
+    fed, got = 0, []
     for ln in lines:
         upto = min(len(audio), int((ln["end"] + 3.0) * 16000))
         if upto > fed:
             tr.feed(audio[fed:upto], fed)
             fed = upto
-        for e in tr.label([TextDelta(ln["text"], ln["start"], ln["end"], True, "x")]):
-            if isinstance(e, TextDelta):
-                out.append(dict(text=e.text, start=e.start, end=e.end, speaker=e.speaker))
-    return out
+        got += tr.label([TextDelta(ln["text"], ln["start"], ln["end"], True, "x")])
+    if second_pass and hasattr(tr.registry, "second_pass"):
+        from captioner.speakers.recluster import relabel_events
+
+        got = relabel_events(got, tr.registry.second_pass(renumber=True))
+    return [dict(text=e.text, start=e.start, end=e.end, speaker=e.speaker) for e in got if isinstance(e, TextDelta)]
 
 
 def export(rev: str, dest: Path) -> Path:
@@ -312,12 +392,17 @@ def export(rev: str, dest: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
-    ap.add_argument("--inputs", default="set1,set2,set3,quick,one")
+    ap.add_argument("--inputs", default="set1,set2,set3,quick,one,nat4,nat6quick,nat12blend,nat_backchannel,"
+                                         "endgame,cities")
     ap.add_argument("--faults", action="store_true", help="also silence, noise and a tone (no speaker expected)")
-    ap.add_argument("--meeting-minutes", type=float, default=0.0, help="add the M-minute meeting")
+    ap.add_argument("--meeting-minutes", type=float, default=0.0,
+                    help="add the M-minute meetings (espeak-ng and natural voices)")
     ap.add_argument("--before-rev", default="HEAD", help="revision without attribution, for the RTF side by side")
     ap.add_argument("--before-tree", help="an exported tree to use as 'before' instead of --before-rev")
     ap.add_argument("--no-before", action="store_true", help="skip the before runs")
+    ap.add_argument("--before-labels", action="store_true",
+                    help="the before tree labels speakers too (its accuracy beside the after tree's) instead of "
+                         "running without attribution")
     ap.add_argument("--replay", help="a results JSON of an earlier run: label its recorded lines again")
     ap.add_argument("--live", action="store_true",
                     help="play each input in real time through the live path instead (early commits and all): "
@@ -333,18 +418,21 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     names = [n for n in args.inputs.split(",") if n]
     if args.meeting_minutes:
-        names.append("meeting")
+        names += ["meeting", "nat_meeting"]
     if args.faults:
         names += ["silence", "noise", "tone"]
     result: dict = {"machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"), "inputs": {}}
     if args.replay:
         old = json.loads(Path(args.replay).read_text())
         for name, r in old["inputs"].items():
+            if args.inputs != ap.get_default("inputs") and name not in names:
+                continue
             wav, utts = render(name, work, args.meeting_minutes or 20)
-            lab = replay(wav, r["lines"])
-            result["inputs"][name] = {"voices": score(utts, lab), "timbre": score(utts, lab, timbre),
-                                      "labels": sorted({d["speaker"] for d in lab})}
+            result["inputs"][name] = {"first_pass": scores(name, utts, replay(wav, r["lines"], False)),
+                                      **scores(name, utts, replay(wav, r["lines"]))}
             print(name, json.dumps(result["inputs"][name]), flush=True)
+        if args.out:
+            Path(args.out + ".json").write_text(json.dumps(result, indent=1))
         return
     before_tree = None if args.no_before else (
         Path(args.before_tree) if args.before_tree else export(args.before_rev, work / "before"))
@@ -356,8 +444,7 @@ def main() -> None:
                 if tree is None:
                     continue
                 r = run_child(tree, wav, "auto:live", work / f"{name}.{side}.live.json")
-                entry[side] = {"voices": score(utts, r["labelled"]), "timbre": score(utts, r["labelled"], timbre),
-                               "labels": sorted({d["speaker"] for d in r["labelled"] if d["speaker"]}),
+                entry[side] = {**scores(name, utts, r["labelled"]),
                                "finals": len(r["labelled"]), "labelled": r["labelled"]}
                 print(name, side, json.dumps({k: v for k, v in entry[side].items() if k != "labelled"}), flush=True)
             result["inputs"][name] = entry
@@ -366,14 +453,17 @@ def main() -> None:
     for name in names:
         wav, utts = render(name, work, args.meeting_minutes)
         after = run_child(Path(args.tree), wav, "auto", work / f"{name}.after.json")
-        entry = {"audio_s": _duration(wav), "voices": score(utts, after["labelled"]),
-                 "timbre": score(utts, after["labelled"], timbre), "labels": sorted(
-                     {d["speaker"] for d in after["labelled"]}), "after_wall_s": after["wall_s"],
+        entry = {"audio_s": _duration(wav), **scores(name, utts, after["labelled"]),
+                 "first_pass": scores(name, utts, after.get("first_pass", after["labelled"])),
+                 "second_pass_cpu_s": after.get("second_pass_cpu_s", 0.0), "after_wall_s": after["wall_s"],
                  "after_max_rss_mb": after["max_rss_mb"], "attribution_cpu_s": after.get("cpu_s", 0.0),
                  "lines": after["lines"], "labelled": after["labelled"], "sentences": utts}
         if before_tree is not None:
-            before = run_child(before_tree, wav, "none", work / f"{name}.before.json")
+            before = run_child(before_tree, wav, "auto" if args.before_labels else "none", work / f"{name}.before.json")
             entry.update(before_wall_s=before["wall_s"], before_max_rss_mb=before["max_rss_mb"])
+            if args.before_labels:  # the labels the before tree gives, scored the same way
+                entry["before"] = {**scores(name, utts, before["labelled"]),
+                                   "attribution_cpu_s": before.get("cpu_s", 0.0)}
         for k in ("after", "before"):
             if f"{k}_wall_s" in entry:
                 entry[f"{k}_rtf"] = entry[f"{k}_wall_s"] / entry["audio_s"]

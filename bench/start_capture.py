@@ -210,8 +210,8 @@ def main() -> None:
     sf.write(speech, np.concatenate([x, np.zeros(int(1.5 * rate), np.float32)]), rate)
     warm = base / "warm-cache"
     t = time.monotonic()
-    subprocess.run([sys.executable, "-c", "from captioner.asr.moonshine_files import default_model_dir; "
-                    "from captioner.asr.moonshine_prepare import prepare; prepare(default_model_dir())"],
+    subprocess.run([sys.executable, "-c", "from captioner.asr.moonshine.files import default_model_dir; "
+                    "from captioner.asr.moonshine.prepare import prepare; prepare(default_model_dir())"],
                    env={**os.environ, "XDG_CACHE_HOME": str(warm), "PYTHONPATH": str(ROOT)}, check=True)
     prepare_s = time.monotonic() - t
     load_before = os.getloadavg()

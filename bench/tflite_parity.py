@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from captioner.asr.tflite_backend import TFLiteBackend, TFLiteOnePass  # noqa: E402
+from captioner.asr.tflite.backend import TFLiteBackend, TFLiteOnePass  # noqa: E402
 from captioner.asr.base import StepRow  # noqa: E402
 from captioner.engine.batcher import BatchEngine  # noqa: E402
 from captioner.engine.session import StreamingSession  # noqa: E402

@@ -35,7 +35,7 @@ class TextDelta:
         heard: stream time (s) of the end of the audio the hypothesis was decoded from,
             when the backend knows it and it can differ from ``end``: a partial of the
             default model is a re-decode of the open line up to ``heard`` that shows only
-            its steady words (:mod:`captioner.asr.steady_tail`), so its text can stop at
+            its steady words (:mod:`captioner.asr.moonshine.steady_tail`), so its text can stop at
             ``end < heard``. When the event reaches the screen, the audio at ``heard`` is
             as old as the newest sound behind that screen update (``bench/latency.py``'s
             partial update latency). None: not given (read it as ``end``).
@@ -189,7 +189,27 @@ class Notice:
     source: str = ""
 
 
-Event = Union[TextDelta, TurnBoundary, VadProbabilities, VoiceActivity, Stats, Level, Notice]
+@dataclass(frozen=True)
+class SpeakerFix:
+    """A later look at the voices corrects a label already given (issue 51): the final text of
+    ``source`` from ``start`` to ``end`` (stream seconds, the times of the final it labelled) was
+    said by ``speaker``. Sent at most once for a stretch of text, by the speakers' second pass
+    (:meth:`captioner.speakers.registry.SpeakerRegistry.corrections`); the transcript, the pane,
+    Save and the journal follow it as they follow a rename.
+
+    Attributes:
+        start, end: stream seconds of the text relabelled.
+        speaker: its speaker id now ("Speaker 2").
+        source: session label.
+    """
+
+    start: float
+    end: float
+    speaker: str
+    source: str = ""
+
+
+Event = Union[TextDelta, TurnBoundary, VadProbabilities, VoiceActivity, Stats, Level, Notice, SpeakerFix]
 
 
 def with_source(event: Event, source: str) -> Event:
@@ -198,6 +218,7 @@ def with_source(event: Event, source: str) -> Event:
 
 
 __all__ = [
+    "SpeakerFix",
     "Event",
     "Level",
     "Notice",

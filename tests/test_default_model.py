@@ -96,7 +96,7 @@ def test_two_sessions_on_one_backend_do_not_mix(backend, tmp_path):
 
     a = load_audio(espeak("Good morning everyone.", tmp_path / "a.wav"))
     b = load_audio(espeak("The train leaves at noon.", tmp_path / "b.wav"))
-    from captioner.engine.session import feed_many
+    from captioner.engine.rounds import feed_many
 
     sa, sb = StreamingSession(backend, "You"), StreamingSession(backend, "Meeting")
     events = []
@@ -112,7 +112,7 @@ def test_two_sessions_on_one_backend_do_not_mix(backend, tmp_path):
 def _line_bounds(backend, audios: list[np.ndarray]) -> list[list[tuple[int, int]]]:
     """Each stream's completed lines ``(start, end)`` (samples) when ``audios`` are stepped
     together, one 100 ms row of each per model call (the way the engine batches sources)."""
-    from captioner.asr import moonshine as ms
+    from captioner.asr.moonshine import backend as ms
     from captioner.asr.base import StepRow
 
     bounds: dict[int, list] = {}

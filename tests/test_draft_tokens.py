@@ -1,11 +1,11 @@
 """Where a reading finds its draft again, and how much of a draft greedy decoding keeps
-(:mod:`captioner.asr.draft_tokens`): scripted token ids and logits."""
+(:mod:`captioner.asr.moonshine.draft_tokens`): scripted token ids and logits."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from captioner.asr.draft_tokens import accepted, continuation
+from captioner.asr.moonshine.draft_tokens import accepted, continuation
 
 
 def logits_choosing(tokens, vocab=50):

@@ -1,6 +1,6 @@
 """A line the two framings leave unsure is read again 10 % slower and 10 % faster (issue 40.1).
 
-The readings are told apart by their length (:func:`captioner.asr.line_framing.retimed`
+The readings are told apart by their length (:func:`captioner.asr.moonshine.line_framing.retimed`
 resamples the clip, then frames it), so a scripted model can answer each one differently.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.line_framing import (FRAME_LEAD_S, FRAME_TAIL_S, FURTHER_RATES, SURE_LOGPROB, LineReader,
+from captioner.asr.moonshine.line_framing import (FRAME_LEAD_S, FRAME_TAIL_S, FURTHER_RATES, SURE_LOGPROB, LineReader,
                                         retimed, surest)
 
 SR = 16000
@@ -165,7 +165,7 @@ def test_live_a_retimed_reading_past_the_budget_is_cancelled_and_left_out():
     surest of the readings that ended is kept (the file path would wait for all of them)."""
     import time
 
-    from captioner.asr.line_framing import FURTHER_BUDGET_S
+    from captioner.asr.moonshine.line_framing import FURTHER_BUDGET_S
 
     clip = line(2.0)
     cancelled: list[str] = []

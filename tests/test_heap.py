@@ -82,7 +82,7 @@ def test_without_glibc_both_calls_do_nothing(monkeypatch):
 
 def test_the_default_model_runs_without_onnx_runtimes_arena():
     pytest.importorskip("onnxruntime")
-    from captioner.asr.moonshine_model import session_options
+    from captioner.asr.moonshine.ort_options import session_options
 
     for prepack in (False, True):
         opts = session_options(prepack)

@@ -1,7 +1,7 @@
 """Hotwords (issue 28): spelling with the model's tokenizer, biasing the greedy decoder,
 the user's list on the CLI.
 
-The decoder-level tests drive :class:`captioner.asr.hotwords.Biasing` with a scripted
+The decoder-level tests drive :class:`captioner.asr.moonshine.hotwords.Biasing` with a scripted
 "model" (logits that depend on the tokens so far) over the real ``tokenizer.bin``, so each
 case is exact and fast; the ``slow`` ones run the shipped Moonshine model on espeak-ng speech.
 """
@@ -14,9 +14,9 @@ import soundfile as sf
 
 from captioner.asr.hotword_list import (MAX_BOOST, MAX_HOTWORDS, HotwordError, check_hotwords, parse_hotwords,
                                         read_hotwords_file, spelling_problem)
-from captioner.asr.hotwords import REENTRY_WORDS, HotwordTree
-from captioner.asr.moonshine_files import default_model_dir
-from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, Tokenizer
+from captioner.asr.moonshine.hotwords import REENTRY_WORDS, HotwordTree
+from captioner.asr.moonshine.files import default_model_dir
+from captioner.asr.moonshine.tokenizer import END, SPACE_MARK, Tokenizer
 from captioner.cli import main
 from tests.speech import have_espeak
 
@@ -239,7 +239,7 @@ def test_cli_refuses_bad_lists_with_one_clear_line(wav, tmp_path, capfd, command
 # -- the real model on espeak-ng speech ----------------------------------------------------
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from captioner.asr.moonshine_model import MoonshineModel
+    from captioner.asr.moonshine.model import MoonshineModel
 
     return MoonshineModel(default_model_dir(), cache_root=tmp_path_factory.mktemp("model-cache"))
 
@@ -300,7 +300,7 @@ def test_the_model_emits_the_tokenizers_spelling(model, tmp_path):
 
 # -- the backend: partials and finals use the same list ---------------------------------------
 def test_partials_and_finals_decode_with_the_same_list():
-    from captioner.asr import moonshine as ms
+    from captioner.asr.moonshine import backend as ms
     from captioner.asr.base import StepRow
     from captioner.engine.scheduler import DecodeBudget
     from captioner.events import TextDelta
@@ -336,7 +336,7 @@ def test_partials_and_finals_decode_with_the_same_list():
 
 
 def test_backend_refuses_a_list_the_model_cannot_use():
-    from captioner.asr import moonshine as ms
+    from captioner.asr.moonshine import backend as ms
     from captioner.asr.base import BackendError
     from tests.test_retention import ScriptedModel, ScriptedVad
 

@@ -1,5 +1,5 @@
 """The hotwords' second pass (issue 28): a decoded word that sounds like a hotword is respelled
-when the model, teacher-forced, agrees (:mod:`captioner.asr.hotword_respell`).
+when the model, teacher-forced, agrees (:mod:`captioner.asr.moonshine.hotword_respell`).
 
 The fast tests use the real ``tokenizer.bin`` with scripted log-probabilities; the ``slow``
 ones run the shipped Moonshine model on espeak-ng speech.
@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from captioner.asr import hotword_respell as hr
-from captioner.asr.hotwords import HotwordTree
-from captioner.asr.moonshine_files import default_model_dir
-from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, Tokenizer
+from captioner.asr.moonshine import hotword_respell as hr
+from captioner.asr.moonshine.hotwords import HotwordTree
+from captioner.asr.moonshine.files import default_model_dir
+from captioner.asr.moonshine.tokenizer import END, SPACE_MARK, Tokenizer
 from tests.speech import have_espeak
 
 V = 32768
@@ -139,7 +139,7 @@ def test_no_second_pass_at_boost_zero(tok):
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from captioner.asr.moonshine_model import MoonshineModel
+    from captioner.asr.moonshine.model import MoonshineModel
 
     return MoonshineModel(default_model_dir(), cache_root=tmp_path_factory.mktemp("model-cache"))
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from captioner.asr import hotword_speculation as hs
-from captioner.asr import moonshine_model as mm
-from captioner.asr.moonshine_files import default_model_dir
+from captioner.asr.moonshine import hotword_speculation as hs
+from captioner.asr.moonshine import model as mm
+from captioner.asr.moonshine.files import default_model_dir
 from tests.speech import have_espeak
 
 
@@ -87,8 +87,8 @@ def test_second_tries_and_later_hotword_tokens_run_in_the_batch_and_change_no_to
 def test_a_float_decoder_is_prepacked_only_once_a_list_is_set(model, tmp_path, monkeypatch):
     """Issue 40: with no hotword list a float decoder's weights are not prepacked (~57 MB less
     resident); the first list swaps in a prepacked session, once, and the plain reading's
-    tokens stay the same. (Float: a CPU without fast int8 kernels, :mod:`moonshine_int8`.)"""
-    from captioner.asr import moonshine_int8
+    tokens stay the same. (Float: a CPU without fast int8 kernels, :mod:`captioner.asr.moonshine.int8`.)"""
+    from captioner.asr.moonshine import int8 as moonshine_int8
     from tests.test_hotwords import _clip
 
     monkeypatch.setattr(moonshine_int8, "fast_int8", lambda: False)

@@ -11,15 +11,8 @@ import pytest
 from captioner import paths
 from captioner.events import Stats, TextDelta, TurnBoundary
 from captioner.transcript import journal as journal_mod
-from captioner.transcript.journal import (
-    Journal,
-    JournalError,
-    find_unfinished,
-    mark_closed,
-    prune_closed,
-    read_journal,
-    recover,
-)
+from captioner.transcript.journal import Journal, JournalError
+from captioner.transcript.journal_recovery import find_unfinished, mark_closed, prune_closed, read_journal, recover
 from captioner.transcript.journal_writer import JournalWriter
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.model import Transcript

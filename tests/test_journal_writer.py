@@ -11,7 +11,7 @@ import time
 
 from captioner.events import TextDelta, TurnBoundary
 from captioner.transcript import journal as journal_mod
-from captioner.transcript.journal import is_closed, read_journal, recover
+from captioner.transcript.journal_recovery import find_unfinished, is_closed, read_journal, recover
 from captioner.transcript.journal_writer import JournalWriter
 from captioner.transcript.live import LiveTranscript
 
@@ -131,4 +131,4 @@ def test_close_on_a_full_disk_says_so_and_the_journal_stays_recoverable(tmp_path
     notice = live.close()
     assert notice is not None and notice.code == "journal_failed" and "disk is full" in notice.message
     assert live.transcript.final_text("You") == " w0 w1"
-    assert journal_mod.find_unfinished(tmp_path) == [live.journal.path]
+    assert find_unfinished(tmp_path) == [live.journal.path]

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from captioner.asr import moonshine as ms
+from captioner.asr.moonshine import backend as ms
 from captioner.asr.base import DecodeCancelled
-from captioner.asr.line_framing import FRAME_LEAD_S, LineReader
+from captioner.asr.moonshine.line_framing import FRAME_LEAD_S, LineReader
 from tests.test_further_framings import Cancellable, Scripted, line
 from tests.test_shared_vad import CountingBatchVad
 

@@ -8,8 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from captioner.asr import moonshine as ms
-from captioner.asr.line_pool import LinePool, PendingLine
+from captioner.asr.base import PendingLine
+from captioner.asr.moonshine import backend as ms
+from captioner.asr.moonshine.line_pool import LinePool
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
 from captioner.engine.turns import TurnSettings
@@ -180,7 +181,7 @@ def test_transcribe_on_the_real_model_writes_the_same_transcript_with_and_withou
                                                                                           two_cpus):
     import json
 
-    from captioner.asr import line_pool
+    from captioner.asr.moonshine import line_pool
     from captioner.cli import main
     from tests.speech import have_espeak, speech_file
 

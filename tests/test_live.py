@@ -103,7 +103,7 @@ def test_capture_takes_a_live_device_in_read_interval_steps_not_block_by_block()
     """A device calls back every 10 ms; the capture thread takes what it queued once per
     ``READ_INTERVAL_S`` (it used to wake, read, meter and wake the decoder for each block:
     5 % of a core), and nothing is lost or late beyond that interval."""
-    import captioner.engine.live as live_mod
+    import captioner.engine.live_capture as live_mod
 
     sd = FakeSD(device_table())
     mic = MicrophoneSource(resolve_microphone(0, sd, PulseInventory()), sd=sd)

@@ -13,8 +13,8 @@ import pytest
 import threading
 
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.line_framing import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, LineReader
-from captioner.asr.moonshine import MoonshineBackend
+from captioner.asr.moonshine.line_framing import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, LineReader
+from captioner.asr.moonshine.backend import MoonshineBackend
 from tests.speech import have_espeak, normalize_words
 
 SR = 16000
@@ -200,8 +200,8 @@ def test_a_model_that_cannot_cancel_reads_in_turn_and_the_file_path_never_at_onc
 def test_a_real_reading_stops_at_its_stop_and_reads_the_same_at_once(tmp_path):
     """The real model: a set ``stop`` ends a reading with DecodeCancelled, and a line read with
     the framings at once gives the text read in turn."""
-    from captioner.asr.moonshine_files import default_model_dir
-    from captioner.asr.moonshine_model import shared_model
+    from captioner.asr.moonshine.files import default_model_dir
+    from captioner.asr.moonshine.model import shared_model
     from captioner.audio.fileio import load_audio
     from tests.speech import espeak
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from captioner.asr.moonshine import join_line
-from captioner.asr.moonshine_lines import LineSegmenter
+from captioner.asr.moonshine.line_state import join_line
+from captioner.asr.moonshine.lines import LineSegmenter
 
 SR = 16000
 
@@ -81,7 +81,7 @@ def test_joined_lines_have_no_double_comma_and_no_capital_after_a_comma():
 def test_the_backend_joins_a_line_cut_at_a_comma_to_the_next_one():
     """Two lines of one sentence ("..., It was ...") come out as "..., it was ..." in the
     final text, and nothing is lowered inside a line."""
-    from captioner.asr import moonshine as ms
+    from captioner.asr.moonshine import backend as ms
     from captioner.asr.base import StepRow
 
     probs = [0.0] * 10 + [0.9] * 60 + [0.0] * 30 + [0.9] * 60 + [0.0] * 40

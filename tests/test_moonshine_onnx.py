@@ -12,10 +12,11 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from captioner.asr import moonshine_prepare as prep
-from captioner.asr.moonshine_files import default_model_dir
-from captioner.asr.moonshine_model import MoonshineModel, session_options
-from captioner.asr.moonshine_tokenizer import Tokenizer
+from captioner.asr.moonshine import prepare as prep
+from captioner.asr.moonshine.files import default_model_dir
+from captioner.asr.moonshine.model import MoonshineModel
+from captioner.asr.moonshine.ort_options import session_options
+from captioner.asr.moonshine.tokenizer import Tokenizer
 from captioner.audio.fileio import load_audio
 from tests.speech import espeak, have_espeak
 
@@ -155,7 +156,7 @@ def test_a_cache_folder_that_cannot_be_written_still_captions(tmp_path, monkeypa
 
 
 def test_scored_reading_is_the_greedy_reading_with_its_mean_token_log_probability(model, clip):
-    from captioner.asr.moonshine_model import log_softmax_at
+    from captioner.asr.moonshine.model import log_softmax_at
 
     text, score = model.transcribe_scored(clip)
     assert text == model.transcribe(clip)

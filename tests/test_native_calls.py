@@ -49,7 +49,7 @@ import numpy as np
 from onnx import TensorProto, helper
 import onnxruntime as ort
 from captioner.native_calls import exit_process, in_flight
-from captioner.asr.partial_worker import PartialJob, PartialWorker
+from captioner.asr.moonshine.partial_worker import PartialJob, PartialWorker
 
 n = 256
 w = helper.make_tensor("w", TensorProto.FLOAT, [n, n], (np.eye(n, dtype=np.float32)).ravel())

@@ -13,9 +13,10 @@ import threading
 import numpy as np
 
 from captioner.asr.base import StepResult, StepRow
-from captioner.asr.moonshine import MoonshineBackend, _LineState
-from captioner.asr.moonshine_lines import LineEvent
-from captioner.asr.partial_worker import PartialJob, PartialWorker
+from captioner.asr.moonshine.backend import MoonshineBackend
+from captioner.asr.moonshine.line_state import LineState
+from captioner.asr.moonshine.lines import LineEvent
+from captioner.asr.moonshine.partial_worker import PartialJob, PartialWorker
 from captioner.audio.devices import PulseInventory, resolve_microphone
 from captioner.audio.microphone import MicrophoneSource
 from captioner.engine.live import LiveCaptioner
@@ -73,7 +74,7 @@ def test_a_finished_re_decode_is_collected_by_an_empty_row_which_starts_no_new_o
     be = MoonshineBackend(model=gate, vad=object(), partials=True, budget=DecodeBudget(clock=lambda: now[0]))
     woken = threading.Event()
     be.wakeup = woken.set
-    state = _LineState(lines=None, speech=None)
+    state = LineState(lines=None, speech=None)
     try:
         be._worker.close()  # threaded whatever the cores here, as live on two
         be._worker = PartialWorker(be._decode_clip, threaded=True, on_done=be._partial_done)

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from captioner.asr.partial_worker import PartialJob, PartialWorker
+from captioner.asr.moonshine.partial_worker import PartialJob, PartialWorker
 
 
 class Gate:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from captioner.asr import moonshine as ms
+from captioner.asr.moonshine import backend as ms
 from captioner.engine import turn_models
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession

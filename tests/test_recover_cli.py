@@ -8,7 +8,8 @@ import pytest
 
 from captioner.cli import main
 from captioner.events import TextDelta, TurnBoundary
-from captioner.transcript.journal import Journal, find_unfinished, recover
+from captioner.transcript.journal import Journal
+from captioner.transcript.journal_recovery import find_unfinished, recover
 from captioner.transcript.writers import format_transcript
 
 

@@ -1,4 +1,4 @@
-from captioner.asr.repeats import collapse_repeats
+from captioner.asr.moonshine.repeats import collapse_repeats
 
 
 def test_word_loop_collapses():

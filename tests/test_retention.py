@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from captioner.asr import moonshine as ms
 from captioner.asr.base import StepRow
+from captioner.asr.moonshine import backend as ms
+from captioner.asr.moonshine.line_state import KEEP_S
 from captioner.engine.scheduler import DecodeBudget
 from captioner.events import TextDelta
 
@@ -95,7 +96,7 @@ def test_hours_of_audio_keep_every_buffer_bounded_and_finals_exact():
         ring_max = max(ring_max, len(state.ring))
     lines = int(hours * 3600 // (LINE_S + PAUSE_S)) - 1
     # bounded: the audio kept, the segmenter's memory, the agreement, the budget's window
-    assert ring_max <= int(ms.KEEP_S * SR)
+    assert ring_max <= int(KEEP_S * SR)
     assert len(state.lines._probs) <= 16 and len(state.lines._line_probs) <= 8 * SR // 512 + 1
     assert len(state.agreement.committed) <= len(WORDS)
     assert len(backend.budget._required) <= 10 * backend.budget.window_s / 0.1

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from captioner.asr.agreement import LineAgreement, norm_word
+from captioner.asr.moonshine.agreement import LineAgreement, norm_word
 from captioner.engine.scheduler import DecodeBudget
 
 CHUNK = 0.1

@@ -15,7 +15,7 @@ import threading
 import numpy as np
 import pytest
 
-from captioner.asr.moonshine_lines import LineSegmenter
+from captioner.asr.moonshine.lines import LineSegmenter
 from captioner.asr.vad import VAD_WINDOW
 from captioner.asr.vad_stream import QUIET_P, QUIET_RESET_S, SpeechWindows
 from captioner.engine import turn_models
@@ -141,7 +141,7 @@ class CountingBatchVad(Scripted):
 
 
 def test_a_session_on_the_default_model_runs_one_vad_pass(monkeypatch):
-    from captioner.asr import moonshine as ms
+    from captioner.asr.moonshine import backend as ms
     from captioner.engine.session import StreamingSession
 
     probs = [0.0] * 10 + [0.9] * 60 + [0.0] * 130

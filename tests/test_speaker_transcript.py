@@ -19,7 +19,8 @@ import webvtt
 from captioner.events import TextDelta, TurnBoundary
 from captioner.speakers.options import AUTO, OFF, SpeakerOptions
 from captioner.speakers.tracker import SpeakerTracker
-from captioner.transcript.journal import Journal, read_journal, recover
+from captioner.transcript.journal import Journal
+from captioner.transcript.journal_recovery import read_journal, recover
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.model import BOUNDARY_SPEAKER, SpeakerRename, Transcript
 from captioner.transcript.profanity import ProfanityFilter

@@ -13,7 +13,8 @@ from captioner.events import Notice, TextDelta, TurnBoundary
 from captioner.speakers import clustering as C
 from captioner.speakers.options import AUTO, OFF, parse_speakers
 from captioner.speakers.stretches import speech_runs, split_text
-from captioner.speakers.tracker import SpeakerRegistry, SpeakerTracker, make_tracker
+from captioner.speakers.registry import SpeakerRegistry
+from captioner.speakers.tracker import SpeakerTracker, make_tracker
 
 RATE = 16000
 

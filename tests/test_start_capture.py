@@ -183,7 +183,7 @@ def test_listen_system_keeps_the_first_sentence_from_the_command_on(tmp_path_fac
         shutil.rmtree(caches, ignore_errors=True)
     caches.mkdir(exist_ok=True)
     if cache == "warm" and not any((caches / "captioner").glob("moonshine-base-en/*/manifest.json")):
-        subprocess.run([sys.executable, "-m", "captioner.asr.moonshine_prepare", "--quiet"], check=True,
+        subprocess.run([sys.executable, "-m", "captioner.asr.moonshine.prepare", "--quiet"], check=True,
                        env={**os.environ, "XDG_CACHE_HOME": str(caches)}, timeout=300)
     raw = espeak(f"{FIRST} {SECOND}", tmp / "raw.wav")
     x, rate = sf.read(raw, dtype="float32")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from captioner.asr.moonshine import MoonshineBackend, _LineState
-from captioner.asr.moonshine_lines import LineEvent
-from captioner.asr.partial_worker import PartialJob
-from captioner.asr.steady_tail import SteadyTail, without_closing_punctuation
+from captioner.asr.moonshine.backend import MoonshineBackend
+from captioner.asr.moonshine.line_state import LineState
+from captioner.asr.moonshine.lines import LineEvent
+from captioner.asr.moonshine.partial_worker import PartialJob
+from captioner.asr.moonshine.steady_tail import SteadyTail, without_closing_punctuation
 from captioner.events import TextDelta
 from captioner.transcript.erasure import erasure
 
@@ -32,7 +33,7 @@ def play(lines, commit: bool = False):
     LocalAgreement commits nothing before a line's end (the tail alone is tested)."""
     model = Recorded()
     be = MoonshineBackend(model=model, vad=object(), partials=False)
-    state = _LineState(lines=None, speech=None)
+    state = LineState(lines=None, speech=None)
     if not commit:
         state.agreement.min_clip_s = float("inf")
     out = []
@@ -228,7 +229,7 @@ def test_the_rest_of_a_line_is_cased_to_follow_its_committed_words():
     ('"done."', "done,", "then", "Then"),  # a closing quote is skipped
 ])
 def test_follow_case(after, read_after, first, want):
-    from captioner.asr.agreement import follow_case
+    from captioner.asr.moonshine.agreement import follow_case
 
     assert follow_case(first, after, read_after) == want
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from captioner.engine.batcher import BatchEngine
-from captioner.engine.session import StreamingSession, feed_many
+from captioner.engine.rounds import feed_many
+from captioner.engine.session import StreamingSession
 from captioner.events import TextDelta, TurnBoundary
 from tests.toy_model import ToyCausalBackend
 

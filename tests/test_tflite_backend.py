@@ -20,17 +20,12 @@ import numpy as np
 import pytest
 
 from captioner.asr.base import BackendError, StepRow
-from captioner.asr.tflite_meta import (
-    TFLiteModelError,
-    TFLiteRuntimeMissing,
-    input_position,
-    order_tensors,
-    output_position,
-    read_tflite_info,
-    validate_metadata,
-)
+from captioner.asr.tflite.errors import TFLiteModelError, TFLiteRuntimeMissing
+from captioner.asr.tflite.meta import read_tflite_info, validate_metadata
+from captioner.asr.tflite.signature import input_position, order_tensors, output_position
 from captioner.engine.batcher import BatchEngine
-from captioner.engine.session import StreamingSession, feed_many
+from captioner.engine.rounds import feed_many
+from captioner.engine.session import StreamingSession
 from captioner.events import TextDelta, TurnBoundary
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "tflite")
@@ -91,7 +86,7 @@ needs_litert = pytest.mark.skipif(not _has("ai_edge_litert"), reason="needs capt
 @pytest.fixture(scope="module")
 def backends():
     """Load each fixture once per module (TensorFlow import + interpreter creation are the slow part)."""
-    from captioner.asr.tflite_backend import load_tflite_backend, load_tflite_onepass
+    from captioner.asr.tflite.backend import load_tflite_backend, load_tflite_onepass
 
     cache: dict[tuple[str, str], object] = {}
 
@@ -159,7 +154,7 @@ def test_bad_fixtures_are_refused_with_a_reexport_message(name, phrases):
 
 @pytest.mark.parametrize("name", ["bad_no_metadata", "bad_renamed_inputs", "bad_wrong_rate", "bad_truncated"])
 def test_loader_refuses_before_creating_an_interpreter(name, monkeypatch):
-    import captioner.asr.tflite_backend as tb
+    import captioner.asr.tflite.backend as tb
 
     def boom(*a, **k):  # an interpreter must never be created for a refused file
         raise AssertionError("interpreter created for a refused file")
@@ -181,7 +176,7 @@ def test_any_truncation_is_refused(tmp_path, fraction):
 @needs_flex
 def test_metadata_is_read_without_litert_and_without_importing_tensorflow(monkeypatch):
     """With only the flex extra, the schema file inside TensorFlow is loaded by path."""
-    import captioner.asr.tflite_meta as meta
+    import captioner.asr.tflite.meta as meta
 
     monkeypatch.setitem(sys.modules, "ai_edge_litert.schema_py_generated", None)
     schema = meta.load_schema()
@@ -278,7 +273,7 @@ def test_flex_file_runs_on_tensorflow(backends):
 
 
 def test_missing_runtime_names_the_extra(monkeypatch):
-    import captioner.asr.tflite_runtime as rt
+    import captioner.asr.tflite.runtime as rt
 
     monkeypatch.setattr(rt, "_tensorflow_version", lambda: None)
     with pytest.raises(TFLiteRuntimeMissing, match=r"captioner\[tflite-flex\]"):
@@ -294,7 +289,7 @@ def test_missing_runtime_names_the_extra(monkeypatch):
 
 
 def test_litert_cannot_run_flex_and_says_so():
-    import captioner.asr.tflite_runtime as rt
+    import captioner.asr.tflite.runtime as rt
 
     with pytest.raises(TFLiteModelError, match="Flex"):
         rt.make_interpreter(read_tflite_info(fixture("ctc_conformer_b1")), runtime="litert")
@@ -307,8 +302,9 @@ def test_real_litert_failure_on_a_flex_file_becomes_a_message():
     Run in a fresh process: once TensorFlow is loaded in a process, LiteRT finds its Flex delegate.
     """
     code = (
-        "import captioner.asr.tflite_runtime as rt\n"
-        "from captioner.asr.tflite_meta import read_tflite_info, TFLiteRuntimeMissing\n"
+        "import captioner.asr.tflite.runtime as rt\n"
+        "from captioner.asr.tflite.errors import TFLiteRuntimeMissing\n"
+        "from captioner.asr.tflite.meta import read_tflite_info\n"
         "rt.choose_runtime = lambda info, prefer='auto': rt.LITERT\n"
         f"info = read_tflite_info({fixture('ctc_conformer_b1')!r})\n"
         "try:\n"
@@ -536,7 +532,7 @@ def test_step_errors_reach_the_caller(backends):
 @needs_flex
 def test_copied_fixture_outside_the_repo_loads(tmp_path, backends):
     """Paths are the user's: a copy with another name works the same."""
-    from captioner.asr.tflite_backend import load_tflite_backend
+    from captioner.asr.tflite.backend import load_tflite_backend
 
     copy = tmp_path / "my model.tflite"
     shutil.copy(fixture("rnnt_lstm_b1"), copy)

@@ -56,13 +56,13 @@ def load_backend(
     if problem:
         raise BackendError(problem)
     if kind == "default":
-        from captioner.asr.moonshine import MoonshineBackend
+        from captioner.asr.moonshine.backend import MoonshineBackend
 
         return MoonshineBackend(model, **({"batch_size": batch_size} if batch_size else {}), language=language,
                                 **options)
     if kind == "tflite":
         try:
-            from captioner.asr.tflite_backend import load_tflite_backend
+            from captioner.asr.tflite.backend import load_tflite_backend
         except ImportError as exc:  # pragma: no cover - module always ships
             raise BackendError(f"the tflite backend is unavailable: {exc}") from exc
         return load_tflite_backend(model, **options)

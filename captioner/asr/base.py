@@ -6,19 +6,23 @@ travels in :class:`StepRow` / :class:`StepResult`, so one backend serves any
 number of sessions (microphone and system audio are two sessions of one backend).
 
 Only the engine worker thread calls :meth:`Backend.step`; a backend need not be
-thread-safe. Backends never import Qt.
+thread-safe. Backends never import Qt. A step's events may hold a :class:`PendingLine`
+(a line still being decoded off the engine thread, the default model's line pool:
+:mod:`captioner.asr.moonshine.line_pool`); the session resolves it in stream order
+(:func:`resolve_lines`).
 """
 
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from concurrent.futures import Future
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from captioner.asr.geometry import ChunkGeometry
-from captioner.events import Event
+from captioner.events import Event, with_source
 
 
 class BackendError(RuntimeError):
@@ -27,7 +31,7 @@ class BackendError(RuntimeError):
 
 class DecodeCancelled(Exception):
     """A decode was cancelled by its caller (its ``stop`` event was set) before it finished;
-    nothing is wrong with the model (:mod:`captioner.asr.line_framing`)."""
+    nothing is wrong with the model (:mod:`captioner.asr.moonshine.line_framing`)."""
 
 
 @dataclass
@@ -77,6 +81,44 @@ class StepResult:
     state: Any
     events: list[Event] = field(default_factory=list)
     speech: list[float] | None = None
+
+
+@dataclass(eq=False)
+class PendingLine:
+    """A completed line being decoded: stands in a step's events for the line's events.
+
+    Attributes:
+        future: resolves to the line's text (or raises the model's error).
+        finish: ``finish(text) -> list[Event]``: the line's events given its text; call it in
+            stream order (it updates the session's join state).
+    """
+
+    future: Future
+    finish: Callable[[str], list[Event]]
+
+    def events(self) -> list[Event]:
+        """Wait for the text and return the line's events.
+
+        Raises:
+            Exception: what the decode raised (``BackendError`` for a model failure).
+        """
+        return self.finish(self.future.result())
+
+
+def resolve_lines(events: Iterable[Event | PendingLine], source: str) -> list[Event]:
+    """``events`` with every :class:`PendingLine` replaced by its events (waiting for each in
+    order), all labelled with ``source``.
+
+    Raises:
+        Exception: what a line's decode raised.
+    """
+    out: list[Event] = []
+    for ev in events:
+        if isinstance(ev, PendingLine):
+            out += [with_source(e, source) for e in ev.events()]
+        else:
+            out.append(ev)
+    return out
 
 
 class Backend(abc.ABC):

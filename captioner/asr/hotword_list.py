@@ -3,7 +3,7 @@
 Hotwords are names and terms a speech model should prefer (colleagues' names, product
 names, jargon). The CLI takes them from ``--hotword WORD`` (repeatable) and
 ``--hotwords-file FILE``; the GUI keeps them in its settings. The built-in model biases
-its own decoder towards them (:mod:`captioner.asr.hotwords`); the remote backend sends
+its own decoder towards them (:mod:`captioner.asr.moonshine.hotwords`); the remote backend sends
 them to the server.
 
 Pure Python (no numpy, no model framework): the settings dialog checks a list with it.
@@ -131,12 +131,12 @@ def check_boost(boost: float) -> float:
 
 def spelling_problem(word: str, tokenizer) -> str | None:
     """Why the built-in model cannot spell ``word`` with ``tokenizer``
-    (a :class:`~captioner.asr.moonshine_tokenizer.Tokenizer`), or None when it can.
+    (a :class:`~captioner.asr.moonshine.tokenizer.Tokenizer`), or None when it can.
 
     A character without a piece of its own would be spelled in raw UTF-8 bytes, which the
     English model (practically) never emits: such a word would never appear, so it is refused.
     """
-    from captioner.asr.moonshine_tokenizer import SPACE_MARK
+    from captioner.asr.moonshine.tokenizer import SPACE_MARK
 
     for ch in word:
         if ch != " " and ch not in tokenizer.ids:
@@ -154,12 +154,12 @@ def default_model_spelling(model_dir: str | os.PathLike | None = None):
     Raises:
         HotwordError: the model files are missing or unreadable.
     """
-    from captioner.asr.moonshine_tokenizer import Tokenizer
+    from captioner.asr.moonshine.tokenizer import Tokenizer
 
     try:
         from pathlib import Path
 
-        from captioner.asr.moonshine_files import default_model_dir
+        from captioner.asr.moonshine.files import default_model_dir
 
         tokenizer = Tokenizer((Path(model_dir) if model_dir else default_model_dir()) / "tokenizer.bin")
     except Exception as exc:  # BackendError, OSError, ValueError: say it in one line

@@ -1,7 +1,7 @@
 """Voice-activity models on onnxruntime: Silero VAD (from the pipecat-ai wheel) and an energy fallback.
 
 Shared by the turn detector (:mod:`captioner.engine.turns`) and the default model's line
-segmenter (:mod:`captioner.asr.moonshine_lines`). One loaded :class:`SileroVad` serves
+segmenter (:mod:`captioner.asr.moonshine.lines`). One loaded :class:`SileroVad` serves
 every stream; each stream keeps its own recurrent state (passed in and returned), so two
 sources never move each other's speech boundaries. Silero's network is run here directly
 with onnxruntime from the wheel's file (about 0.1 ms per 32 ms window): pipecat's own

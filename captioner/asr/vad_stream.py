@@ -1,7 +1,7 @@
 """One stream's voice-activity pass: samples in, speech probabilities per 32 ms window out.
 
 A session runs this pass once and gives its probabilities to everything that needs them:
-the default model's line cutter (:class:`~captioner.asr.moonshine_lines.LineSegmenter`)
+the default model's line cutter (:class:`~captioner.asr.moonshine.lines.LineSegmenter`)
 and the session's turn detector (:class:`~captioner.engine.turns.TurnDetector`). Before
 issue 30 each ran its own Silero pass over the same audio (measured on the 2-minute
 meeting, 2 cores: 3.5 s + 1.6 s of CPU in a sampling profile).

@@ -26,6 +26,12 @@ _lock = threading.Lock()
 _in_flight: dict[int, str] = {}  # abandoned calls that have not returned yet: id -> name
 _ids = itertools.count(1)
 
+#: Seconds a device source's ``start()`` waits for the device to open (a frozen server never answers).
+OPEN_TIMEOUT_S = 3.0
+#: Seconds a close waits for ``abort()``/``close()`` before abandoning them (Stop must
+#: return within 2 s in every state, with the decoder's drain after it).
+CLOSE_WAIT_S = 0.3
+
 
 class CallTimeout(TimeoutError):
     """An audio-library call did not return within its timeout and was abandoned."""
@@ -82,6 +88,27 @@ def call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> Any
     return box.get("value")
 
 
+def abandon_stream(stream: Any, wait_s: float = CLOSE_WAIT_S) -> None:
+    """``abort()`` and ``close()`` a PortAudio ``stream``, waiting at most ``wait_s`` (then abandoned)."""
+    if stream is None:
+        return
+
+    def close() -> None:
+        try:
+            stream.abort()
+        except Exception:  # noqa: BLE001 - the device may already be gone
+            pass
+        try:
+            stream.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    try:
+        call_with_timeout(close, wait_s, "abort")
+    except CallTimeout:
+        pass
+
+
 def _unregister_portaudio_exit() -> None:
     """Stop ``Pa_Terminate`` from running at exit (it would wait on the blocked stream)."""
     sd = sys.modules.get("sounddevice")
@@ -90,4 +117,4 @@ def _unregister_portaudio_exit() -> None:
         atexit.unregister(handler)
 
 
-__all__ = ["CallTimeout", "abandoned", "call_with_timeout"]
+__all__ = ["CLOSE_WAIT_S", "OPEN_TIMEOUT_S", "CallTimeout", "abandon_stream", "abandoned", "call_with_timeout"]

@@ -8,7 +8,7 @@ bounded queue and counts overflows; it takes no lock and never blocks.
 
 No call into the audio library can block :meth:`~AudioSource.stop`: opening runs
 under a timeout and closing (``abort()`` then ``close()``) on a thread that is
-abandoned after :data:`CLOSE_WAIT_S` (:mod:`captioner.audio.abandon`; a frozen sound
+abandoned after :data:`~captioner.audio.abandon.CLOSE_WAIT_S` (:mod:`captioner.audio.abandon`; a frozen sound
 server blocks even ``abort()``). Every stream carries a generation number: callbacks
 of a stream that was given up are ignored.
 
@@ -26,23 +26,15 @@ ends that source.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 from dataclasses import replace
 from typing import Any, Callable
 
-from captioner.audio.abandon import CallTimeout, call_with_timeout
+from captioner.audio.abandon import OPEN_TIMEOUT_S, CallTimeout, abandon_stream, call_with_timeout
 from captioner.audio.device_info import InputDevice
-from captioner.audio.portaudio import _sounddevice, choose_settings, pulse_source_env
+from captioner.audio.portaudio import _sounddevice, choose_settings, pulse_source_env, stream_tag
 from captioner.audio.source import MODEL_RATE, AudioSource, SourceError
-
-#: Seconds ``start()`` waits for the device to open (a frozen server never answers).
-OPEN_TIMEOUT_S = 3.0
-#: Seconds a close waits for ``abort()``/``close()`` before abandoning them (Stop must
-#: return within 2 s in every state, with the decoder's drain after it).
-CLOSE_WAIT_S = 0.3
-
 
 class DeviceSource(AudioSource):
     """Capture from one :class:`~captioner.audio.device_info.InputDevice` through PortAudio.
@@ -138,7 +130,7 @@ class DeviceSource(AudioSource):
                     finished_callback=functools.partial(self._finished, gen),
                 )
                 if gen != self._gen or self._closing.is_set():
-                    _abandon(stream)
+                    abandon_stream(stream)
                     raise SourceError("superseded")
                 if not initial:
                     self._push_break(rate, channels)  # before the first callback of the new stream
@@ -160,7 +152,7 @@ class DeviceSource(AudioSource):
             recovery.stop()
         stream, self._stream = self._stream, None
         self.state = "idle"
-        _abandon(stream)
+        abandon_stream(stream)
 
     # PortAudio thread ---------------------------------------------------------------------------
     def _callback(self, gen: int, indata: Any, frames: int, time_info: Any, status: Any) -> None:
@@ -185,30 +177,4 @@ def _pulsectl_available() -> bool:
     return True
 
 
-def stream_tag(source: AudioSource, gen: int) -> str:
-    """The ``captioner.stream`` proplist value of ``source``'s stream number ``gen``."""
-    return f"{os.getpid()}-{id(source):x}-{gen}"
-
-
-def _abandon(stream: Any, wait_s: float = CLOSE_WAIT_S) -> None:
-    """``abort()`` and ``close()`` ``stream``, waiting at most ``wait_s`` (then abandoned)."""
-    if stream is None:
-        return
-
-    def close() -> None:
-        try:
-            stream.abort()
-        except Exception:  # noqa: BLE001 - the device may already be gone
-            pass
-        try:
-            stream.close()
-        except Exception:  # noqa: BLE001
-            pass
-
-    try:
-        call_with_timeout(close, wait_s, "abort")
-    except CallTimeout:
-        pass
-
-
-__all__ = ["CLOSE_WAIT_S", "OPEN_TIMEOUT_S", "DeviceSource", "stream_tag"]
+__all__ = ["DeviceSource"]

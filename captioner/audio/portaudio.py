@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 STREAM_TAG_PROPERTY = "captioner.stream"
 
 
+def stream_tag(source: Any, gen: int) -> str:
+    """The ``captioner.stream`` proplist value of ``source``'s stream number ``gen``."""
+    return f"{os.getpid()}-{id(source):x}-{gen}"
+
+
 def _sounddevice(sd: Any = None) -> Any:
     if sd is not None:
         return sd

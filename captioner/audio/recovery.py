@@ -33,15 +33,13 @@ import logging
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from captioner.audio.device_source import OPEN_TIMEOUT_S, _abandon, stream_tag
+from captioner.audio.abandon import OPEN_TIMEOUT_S, abandon_stream
+from captioner.audio.portaudio import stream_tag
 from captioner.audio.pulse_watch import PulseWatch
-from captioner.audio.source import SourceError
+from captioner.audio.source import AudioSource, SourceError
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S
-
-if TYPE_CHECKING:
-    from captioner.audio.device_source import DeviceSource
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +58,8 @@ class Recovery:
     """Supervises ``source`` (see the module docstring).
 
     Args:
-        source: the started device source (its ``device.pulse_source`` is set).
+        source: the started :class:`~captioner.audio.device_source.DeviceSource` (its
+            ``device.pulse_source`` is set; it creates this supervisor, so it is not imported here).
         rate: native rate (Hz) of the stream it opened.
         channels: its channel count.
         stall_s: seconds without a callback that count as a stall once audio flowed.
@@ -69,7 +68,7 @@ class Recovery:
 
     def __init__(
         self,
-        source: "DeviceSource",
+        source: AudioSource,
         rate: int,
         channels: int,
         stall_s: float = DEFAULT_TIMEOUT_S,
@@ -236,7 +235,7 @@ class Recovery:
         self._set("reopening")
         self._next_attempt = 0.0
         self._detached_at = time.monotonic()
-        threading.Thread(target=_abandon, args=(stream,), name="captioner-abandon", daemon=True).start()
+        threading.Thread(target=abandon_stream, args=(stream,), name="captioner-abandon", daemon=True).start()
 
     def _reopen(self, now: float, mono: float, answering: bool, st: Any) -> None:
         src = self.src
@@ -278,7 +277,7 @@ class Recovery:
             self._kick.set()
             return
         if gen != src._gen or self._halt.is_set():
-            _abandon(stream)
+            abandon_stream(stream)
             return
         src._stream = stream
         if target != self.opened and self._switch_note is None and target != self.pinned:

@@ -238,8 +238,8 @@ def open_backend(args: argparse.Namespace):
     if args.backend == "default" and getattr(args, "realtime", True) is False:
         # a file decoded as fast as possible: one decode per line, no partial re-decodes
         # (deterministic, the one-pass WER, and quicker: nobody is watching partials), the
-        # lines read on both cores (captioner.asr.line_pool; the same text)
-        from captioner.asr.line_pool import WORKERS
+        # lines read on both cores (captioner.asr.moonshine.line_pool; the same text)
+        from captioner.asr.moonshine.line_pool import WORKERS
 
         options = dict(partials=False, line_workers=WORKERS)
     hotwords = tuple(getattr(args, "hotwords", ()) or ())

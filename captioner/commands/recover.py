@@ -1,8 +1,8 @@
 """``captioner recover``: list the journals a crash left unfinished and save one to a file.
 
 The same recovery code as the desktop app's "Recover" banner
-(:func:`captioner.transcript.journal.find_unfinished`, :func:`~captioner.transcript.journal.recover`,
-:func:`~captioner.transcript.journal.mark_closed`): the journal is replayed through the
+(:func:`captioner.transcript.journal_recovery.find_unfinished`, :func:`~captioner.transcript.journal_recovery.recover`,
+:func:`~captioner.transcript.journal_recovery.mark_closed`): the journal is replayed through the
 transcript builder, so the file equals what the app would have saved.
 
     captioner recover                       # list unfinished journals, newest first
@@ -30,13 +30,8 @@ from captioner.commands.backend_options import (
     output_format,
     text_mask,
 )
-from captioner.transcript.journal import (
-    JournalError,
-    describe_unfinished,
-    find_unfinished,
-    mark_closed,
-    recover,
-)
+from captioner.transcript.journal import JournalError
+from captioner.transcript.journal_recovery import describe_unfinished, find_unfinished, mark_closed, recover
 from captioner.transcript.writers import FORMATS
 
 

@@ -6,7 +6,7 @@ to the backend rate with soxr, and fed in blocks of one clock step (the backend'
 :class:`~captioner.engine.session.StreamingSession` that live audio uses. Without
 ``--realtime`` the blocks are read ahead (:class:`~captioner.engine.readahead.ReadAhead`):
 the next chunks decode while the turn detector works on the previous ones, and the
-default model reads two completed lines at once (:mod:`captioner.asr.line_pool`); the
+default model reads two completed lines at once (:mod:`captioner.asr.moonshine.line_pool`); the
 transcript is the same. Every final
 text and turn goes to the autosave journal as it is decoded, so a failing output disk
 loses nothing. ``--speakers auto|off|N`` (default auto) labels who is speaking,
@@ -48,8 +48,10 @@ from captioner.engine.batcher import BatchEngine
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
 from captioner.events import Notice
-from captioner.speakers.tracker import make_tracker, new_registry
+from captioner.speakers.registry import new_registry
+from captioner.speakers.tracker import make_tracker
 from captioner.transcript.live import LiveTranscript
+from captioner.transcript.model import Transcript
 from captioner.transcript.writers import FORMATS
 
 #: Files longer than this (s) get progress lines on stderr.
@@ -210,6 +212,39 @@ def _end_session(session: StreamingSession, backend, stop: _StopRequest) -> list
     return result.get("events", [])
 
 
+class _Recorded:
+    """A :class:`~captioner.transcript.live.LiveTranscript` that also keeps every event it is given,
+    so that the speakers' second pass (issue 51) can build the transcript again with its labels."""
+
+    def __init__(self, live: LiveTranscript) -> None:
+        self._live = live
+        self.events: list = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._live, name)
+
+    def add(self, event):
+        self.events.append(event)
+        return self._live.add(event)
+
+    def relabelled(self, registry) -> Transcript:
+        """The transcript again, every final labelled by the second pass over the whole file
+        (:meth:`~captioner.speakers.registry.SpeakerRegistry.second_pass`, numbered in order of
+        first appearance); the transcript as labelled live when the pass fails."""
+        from captioner.speakers.recluster import relabel_events
+
+        try:
+            events = relabel_events(self.events, registry.second_pass(renumber=True))
+        except Exception as exc:  # noqa: BLE001 - never lose the transcript over the labels
+            print(f"captioner: warning: the speakers' second pass failed ({exc}); the labels are the "
+                  "first pass's", file=sys.stderr)
+            return self._live.transcript
+        again = Transcript(dict(self._live.transcript.metadata))
+        again.extend(events)
+        again.close_all()
+        return again
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``captioner transcribe``; returns the exit code."""
     fmt = output_format(args)
@@ -265,8 +300,11 @@ def run(args: argparse.Namespace) -> int:
     block = backend.geometry.chunk_step
     rate = backend.sample_rate
     speakers = getattr(args, "speakers", None)  # SpeakerOptions (--speakers; None: off)
+    registry = new_registry(speakers)
     session = StreamingSession(engine, label, turn_settings(args),
-                               speakers=make_tracker(speakers, "file", rate, new_registry(speakers)))
+                               speakers=make_tracker(speakers, "file", rate, registry))
+    if registry is not None:  # the events, for the speakers' second pass over the whole file
+        live = _Recorded(live)
     progress = _Progress(len(audio) / rate)
     t_start = time.perf_counter()
     stats = session.stats()
@@ -335,6 +373,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     transcript = live.transcript
+    if registry is not None:
+        transcript = live.relabelled(registry)
     if not transcript.segments:
         print("captioner: no speech was recognised in this file", file=sys.stderr)
     problem = deliver_transcript(transcript, args.output, fmt, mask=text_mask(args))

@@ -2,7 +2,7 @@
 
 Loading a backend takes seconds (the built-in model: 1.9-2.3 s on a quiet machine,
 4.9-5.5 s on a busy one, and 5-10 s more at first use, when
-:mod:`captioner.asr.moonshine_prepare` builds its fast form). ``captioner listen`` and
+:mod:`captioner.asr.moonshine.prepare` builds its fast form). ``captioner listen`` and
 the GUI therefore open the live sources (microphone, system audio) *first*, with a
 queue large enough to hold everything captured while the model loads
 (:data:`LOAD_QUEUE_S`), load the backend on a thread (:class:`BackgroundLoad`), and

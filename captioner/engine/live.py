@@ -40,7 +40,9 @@ event times by the stream time already captured, so a transcript (and its SRT/VT
 cue times) stays monotonic after a device loss and restart.
 
 This module is Qt-free; the UI wraps it in a Qt worker and turns ``on_event``
-calls (made on this class's threads, one at a time) into signals.
+calls (made on this class's threads, one at a time) into signals. The capture thread's
+methods are in :mod:`captioner.engine.live_capture`, the statistics in
+:mod:`captioner.engine.live_stats`.
 """
 
 from __future__ import annotations
@@ -57,25 +59,20 @@ from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource, SourceError, SourceStats
 from captioner.audio.watchdog import DEFAULT_STARTUP_S, DEFAULT_TIMEOUT_S, Watchdog
 from captioner.engine.lanes import Gap, Lane
+from captioner.engine.live_capture import CaptureThread
+from captioner.engine.live_stats import LiveStats
 from captioner.engine.rounds import feed_many
 from captioner.engine.session import StreamingSession
 from captioner.speakers.options import SpeakerOptions
-from captioner.speakers.tracker import make_tracker, new_registry
+from captioner.speakers.registry import new_registry
+from captioner.speakers.tracker import make_tracker
 from captioner.engine.too_slow import TooSlow
 from captioner.engine.turns import TurnSettings
-from captioner.events import Event, Notice, Stats, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
+from captioner.events import Event, Notice, SpeakerFix, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
 from captioner.native_calls import model_call
 
 log = logging.getLogger(__name__)
 
-
-#: Shortest time (s) between two passes of the capture thread over its sources while
-#: audio is arriving. A device calls back every 10-20 ms; reading each block as it comes
-#: woke the capture and decode threads 50-100 times a second for 5 % of a core (measured
-#: in bench/latency.py). The engine decodes in 100 ms chunks, so reading every 50 ms
-#: costs no caption latency that matters (25 ms on average) and halves the wake-ups.
-#: Files played as fast as possible (``FileSource(realtime=False)``) are not held back.
-READ_INTERVAL_S = 0.05
 
 #: Most seconds of queued audio the decode thread hands a session per pass. A model that is
 #: behind used to get the whole backlog in one ``feed_many`` call, which a Stop could not cut
@@ -85,7 +82,7 @@ READ_INTERVAL_S = 0.05
 TAKE_S = 0.2
 
 
-class LiveCaptioner:
+class LiveCaptioner(CaptureThread, LiveStats):
     """Runs sources through one shared backend on two background threads.
 
     Args:
@@ -192,6 +189,8 @@ class LiveCaptioner:
             raise RuntimeError("LiveCaptioner is already running; stop() it first")
         self.time_offset += self._run_end
         self._run_end = 0.0
+        if self._speaker_registry is not None:  # a correction names times of its own run only
+            self._speaker_registry.stretches.clear()
         _backend_hook(self.backend, "resume")()
         _set_wakeup(self.backend, self._decode_wakeup.set)
         started: list[AudioSource] = []
@@ -278,77 +277,6 @@ class LiveCaptioner:
         """Capture counters per source label (latency, overflows, drops at the device queue)."""
         return {lane.source.label: lane.source.stats() for lane in self._lanes}
 
-    # -- capture thread -------------------------------------------------------------------------------
-    def _capture_loop(self) -> None:
-        try:
-            while True:
-                lanes = [lane for lane in self._lanes if not lane.capture_done]
-                if not lanes:
-                    break
-                self._wakeup.clear()
-                halt = self._halt.is_set()
-                t_pass = time.monotonic()
-                got = False
-                for lane in lanes:
-                    got |= self._capture(lane, halt)
-                if got or halt or any(lane.capture_done for lane in lanes):
-                    self._decode_wakeup.set()
-                if halt:
-                    continue
-                if got and all(getattr(lane.source, "realtime", True) for lane in lanes):
-                    # let the devices queue a few blocks: one pass per READ_INTERVAL_S
-                    self._halt.wait(max(0.0, t_pass + READ_INTERVAL_S - time.monotonic()))
-                else:
-                    self._wakeup.wait(self._sleep_s(lanes))
-        except Exception:  # noqa: BLE001 - must never leave the decoder waiting forever
-            log.exception("audio capture failed")
-            for lane in self._lanes:
-                lane.source.stop()
-                lane.capture_done = True
-        finally:
-            self._decode_wakeup.set()
-
-    def _capture(self, lane: Lane, halt: bool) -> bool:
-        src = lane.source
-        final = halt or src.finished or not src.is_running
-        if halt:
-            src.stop()
-        elif not final:
-            for notice in src.take_notices():
-                self._emit(notice)
-            message = self.watchdog.check(src, self.clock())
-            if message:
-                src.stop()
-                lane.end_notice = Notice(message, "error", "device_lost", src.label)
-                final = True
-        if final and lane.end_notice is None and src.finished:
-            lane.end_notice = Notice(f"{src.description} has ended.", "info", "source_ended", src.label)
-        block = src.read(flush=final)
-        if block is not None:
-            if block.gap_before > 0:
-                self._gap(lane, block)
-            lane.meter.source = src.label
-            for level in lane.meter.feed(block.samples):
-                self._emit(level)
-            self._enqueue(lane, block.samples)
-        if final:
-            lane.capture_done = True
-        return block is not None
-
-    def _gap(self, lane: Lane, block) -> None:
-        """Queue a gap marker before ``block``; its notice (true times) follows the words before it."""
-        t1 = self.time_offset + block.start
-        lane.mark_gap(Gap(block.gap_before, Notice(
-            f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
-            f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
-            "info",
-            "gap",
-            lane.source.label,
-        )))
-
-    def _enqueue(self, lane: Lane, samples) -> None:
-        lane.enqueue(samples, int(self.max_backlog_s * lane.source.target_rate))
-
     # -- decode thread ----------------------------------------------------------------------------------
     def _decode_loop(self, capture: threading.Thread) -> None:
         next_stats = self.clock() + self.stats_interval_s
@@ -428,47 +356,6 @@ class LiveCaptioner:
         self._emit_stats(lanes, before)
 
     # -- events -------------------------------------------------------------------------------------------
-    def _emit_stats(self, lanes: list[Lane] | None = None, ended: dict | None = None) -> None:
-        if not ended:
-            self._check_too_slow()
-        budget = getattr(self.backend, "budget", None)
-        for lane in lanes or [lane for lane in self._lanes if not lane.ended]:
-            st = lane.source.stats()
-            ss = ended[id(lane)] if ended else lane.session.stats()
-            rate = lane.source.target_rate
-            dropped_s = st.dropped_s + lane.dropped / rate
-            dropped_s += ss.dropped_s  # audio a remote backend could not deliver during an outage
-            self._emit(
-                dataclasses.replace(
-                    ss,
-                    backlog_s=0.0 if ended else self._backlog(lane),
-                    dropped_s=dropped_s,
-                    overflows=st.overflows,
-                    source=lane.source.label,
-                    load=budget.load() if budget is not None else 0.0,
-                    partials_shed=budget.shed if budget is not None else 0,
-                )
-            )
-            drops = st.dropped_blocks + lane.drops
-            if drops > lane.drops_reported:
-                lane.drops_reported = drops
-                self._emit(
-                    Notice(
-                        f"{dropped_s:.1f} s of {lane.source.label} audio were dropped because decoding fell "
-                        f"{self.max_backlog_s:g} s behind; choose a faster model or fewer sources.",
-                        "warning",
-                        "dropped",
-                        lane.source.label,
-                    )
-                )
-
-    def _check_too_slow(self) -> None:
-        """Tell the user once per run when the model cannot keep up even without partials."""
-        notice = self._too_slow.check(self.backlog_s(), getattr(self.backend, "budget", None), self.clock(),
-                                      self.backend.name)
-        if notice is not None:
-            self._emit(notice)
-
     def _emit_all(self, events: list[Event]) -> None:
         shifts = {lane.session.source: lane.shift for lane in self._lanes if lane.shift}
         for ev in events:
@@ -485,22 +372,11 @@ class LiveCaptioner:
                 log.exception("on_event raised for %r", event)
 
     # -- helpers -------------------------------------------------------------------------------------------
-    def _backlog(self, lane: Lane) -> float:
-        rate = lane.session.sample_rate
-        return lane.source.stats().queued_s + (lane.pending_samples + lane.session.pending_samples) / rate
-
     @staticmethod
     def _source_time(lane: Lane) -> float:
         st = lane.source.stats()
         return st.samples_out / lane.source.target_rate + st.gap_s
 
-    def _sleep_s(self, lanes: list[Lane]) -> float:
-        waits = [self.poll_s]
-        for lane in lanes:
-            due = getattr(lane.source, "seconds_until_due", None)
-            if due is not None:
-                waits.append(due())
-        return max(0.0, min(waits))
 
 
 def _feed(rows, end: bool = False) -> list[Event]:
@@ -536,13 +412,6 @@ def _set_wakeup(backend: object, wakeup: Callable[[], None]) -> None:
             return
 
 
-def _clock(t: float) -> str:
-    """Stream time ``t`` (s) as ``M:SS.s`` (``H:MM:SS.s`` past an hour)."""
-    m, sec = divmod(max(0.0, t), 60.0)
-    h, m = divmod(int(m), 60)
-    return f"{h}:{m:02d}:{sec:04.1f}" if h else f"{m}:{sec:04.1f}"
-
-
 def _shift(event: Event, offset: float) -> Event:
     """``event`` with its stream times moved by ``offset`` seconds (continued runs)."""
     if isinstance(event, TextDelta):
@@ -550,4 +419,6 @@ def _shift(event: Event, offset: float) -> Event:
                                    heard=None if event.heard is None else event.heard + offset)
     if isinstance(event, (TurnBoundary, VadProbabilities, VoiceActivity)):
         return dataclasses.replace(event, time=event.time + offset)
+    if isinstance(event, SpeakerFix):
+        return dataclasses.replace(event, start=event.start + offset, end=event.end + offset)
     return event

@@ -10,9 +10,8 @@ queued during the load is a backlog it catches up on) and re-emits every event i
 delivers as a Qt signal. Receivers in the GUI thread get
 them through queued connections, in the order they were produced.
 
-:class:`EngineController` is the GUI-side handle: it owns the thread and the worker,
-and turns method calls (``start(config)``, ``stop()``) into queued slot calls so the
-GUI never blocks on the engine.
+The GUI-side handle that owns the thread and the worker is
+:class:`~captioner.engine.qt_controller.EngineController`.
 
 Only QtCore is imported here (no widgets, no torch/tflite): the backend, the sources
 and the live pipeline are created through the three factories of
@@ -26,7 +25,7 @@ import threading
 import traceback
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from captioner.engine.capture_first import (
     BackgroundLoad,
@@ -207,7 +206,7 @@ class EngineWorker(QObject):
     def _load_backend(self, config: EngineConfig) -> Any:
         """The backend factory, on the loading thread; the default model's one-time preparation
         reports to the model panel (no onnxruntime import here)."""
-        from captioner.asr.moonshine_prepare import progress_to
+        from captioner.asr.moonshine.prepare import progress_to
 
         with progress_to(self._preparation_progress):
             return self.backend_factory(config)
@@ -353,7 +352,7 @@ class EngineWorker(QObject):
         emit(self.stopped)
 
     def _preparation_progress(self, message: str, percent: int) -> None:
-        """The default model's one-time preparation (:mod:`captioner.asr.moonshine_prepare`): its
+        """The default model's one-time preparation (:mod:`captioner.asr.moonshine.prepare`): its
         steps go to the model panel; a warning (percent -1: the cache folder is read-only or full,
         the model is prepared in memory) is also a Notice, so the messages panel keeps it where
         the panel's next step would replace it within a second."""
@@ -400,96 +399,3 @@ def _close_quietly(backend: Any) -> None:
         backend.close()
     except Exception:  # noqa: BLE001 - closing must not fail the app
         traceback.print_exc()
-
-
-class EngineController(QObject):
-    """GUI-side handle: owns the worker thread; calls never block the GUI.
-
-    The controller re-emits every :class:`EngineWorker` signal as its own signal of
-    the same name and arguments. Those are queued from the worker (and pipeline)
-    threads and emitted in the controller's (the GUI) thread, in the order they were
-    produced, so any receiver -- a widget slot, a lambda, a test -- runs on the GUI
-    thread. Connect to the controller, not to the worker.
-
-    Args:
-        worker: the worker (a new default one when ``None``); it is moved to the thread.
-
-    Attributes:
-        worker: the :class:`EngineWorker`.
-        thread: the :class:`QThread` it runs on.
-    """
-
-    state_changed = Signal(str)
-    progress = Signal(str, int)
-    backend_ready = Signal(str)
-    event = Signal(object)
-    text_delta = Signal(object)
-    turn_boundary = Signal(object)
-    stats = Signal(object)
-    level = Signal(object)
-    notice = Signal(object)
-    error = Signal(str, str)
-    started = Signal()
-    stopped = Signal()
-
-    _start_requested = Signal(object)
-    _stop_requested = Signal(bool)
-    _unload_requested = Signal()
-    _shutdown_requested = Signal()
-
-    #: Worker signals mirrored in the GUI thread.
-    MIRRORED = ("state_changed", "progress", "backend_ready", "event", "text_delta", "turn_boundary", "stats",
-                "level", "notice", "error", "started", "stopped")
-
-    def __init__(self, worker: EngineWorker | None = None, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.worker = worker or EngineWorker()
-        self._state = self.worker.state
-        self.state_changed.connect(self._track_state)  # first receiver: state is current for the others
-        self.thread = QThread()
-        self.thread.setObjectName("captioner-engine")
-        self.worker.moveToThread(self.thread)
-        for name in self.MIRRORED:
-            getattr(self.worker, name).connect(getattr(self, name))  # receiver in this thread: queued
-        self._start_requested.connect(self.worker.start)
-        self._stop_requested.connect(self.worker.stop)
-        self._unload_requested.connect(self.worker.unload)
-        self._shutdown_requested.connect(self.worker.shutdown)
-        self.thread.start()
-
-    @Slot(str)
-    def _track_state(self, state: str) -> None:
-        self._state = state
-
-    @property
-    def state(self) -> str:
-        """The engine state as last reported to the GUI thread."""
-        return self._state
-
-    def start(self, config: EngineConfig) -> None:
-        """Queue a start (loading the model first when needed)."""
-        emit(self._start_requested, config)
-
-    def stop(self, drain: bool = True) -> None:
-        """Queue a stop; cancels a start that is still loading its model."""
-        self.worker.request_cancel()
-        emit(self._stop_requested, drain)
-
-    def unload(self) -> None:
-        """Queue releasing the model (before switching backend)."""
-        emit(self._unload_requested)
-
-    def shutdown(self, timeout_ms: int = 30000) -> bool:
-        """Stop (draining), release the model and end the thread; blocks up to ``timeout_ms``.
-
-        Returns:
-            True when the thread finished in time.
-        """
-        if not self.thread.isRunning():
-            return True
-        self.worker.request_cancel()
-        emit(self._shutdown_requested)  # the worker quits its own thread after unloading
-        done = bool(self.thread.wait(timeout_ms))
-        if not done:
-            self.thread.quit()
-        return done

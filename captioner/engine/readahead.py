@@ -14,7 +14,7 @@ have seen, so the events are exactly those of ``for block in blocks: session.fee
 (the transcript of the 20-minute meeting is identical, ``bench/transcribe_rtf.py``).
 
 With the default model the completed lines themselves are read on a pool of two threads
-(:mod:`captioner.asr.line_pool`): the reader runs up to :data:`MAX_AHEAD` chunks ahead, so
+(:mod:`captioner.asr.moonshine.line_pool`): the reader runs up to :data:`MAX_AHEAD` chunks ahead, so
 the next lines are cut and read while the caller waits for the text of an earlier one.
 
 Live sources never use this: they have nothing to read ahead, and their partials and
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 #: Decoded chunks that may wait for their turn half: each holds one chunk's audio and events.
 #: The default model's chunks are 0.1 s, so 300 is 30 s of audio: room for the next lines of a
-#: file to be cut and read on the line pool (:mod:`captioner.asr.line_pool`; a line is at most
+#: file to be cut and read on the line pool (:mod:`captioner.asr.moonshine.line_pool`; a line is at most
 #: 8 s, ``MAX_LINE_S``) while the caller waits for the text of an earlier one. Measured
 #: 2026-12-02 on the 2-minute meeting (``bench/transcribe_rtf.py``): with 50 (5 s) the reader
 #: never reached the next line's end and no two lines were read at once. A Stop hands them

@@ -9,7 +9,7 @@ a session may spend time on a partial now:
 * the required load (busy seconds per wall second over the last ``window_s``) is
   measured; what is left up to ``target_load`` is the headroom for partials -- unless
   partials run on a thread of their own (``parallel``, see
-  :mod:`captioner.asr.partial_worker`): then ``PARALLEL_LOAD`` of that thread is;
+  :mod:`captioner.asr.moonshine.partial_worker`): then ``PARALLEL_LOAD`` of that thread is;
 * a partial's cost is predicted from the measured cost of earlier ones (per second of
   the audio it re-decodes, plus a fixed part);
 * every session that wants partials gets an equal share of the headroom, so its

@@ -35,11 +35,9 @@ from typing import Sequence
 
 import numpy as np
 
-from captioner.asr.base import Backend, StepResult, StepRow
-from captioner.asr.line_pool import PendingLine, resolve_lines
+from captioner.asr.base import Backend, PendingLine, StepResult, StepRow, resolve_lines
 from captioner.asr.vad_stream import SpeechAhead
 from captioner.engine.batcher import BatchEngine
-from captioner.engine.rounds import feed_many  # noqa: F401 - re-exported: several sessions from one thread
 from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
 from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
 from captioner.speakers.tracker import SpeakerTracker
@@ -296,7 +294,7 @@ class StreamingSession:
 
         Returns:
             ``(events, audio, speech)`` for :meth:`_post`: the row's events labelled with
-            ``source`` (lines still being decoded as :class:`~captioner.asr.line_pool.PendingLine`), the real samples it decoded for the first time (``[n] float32``, for
+            ``source`` (lines still being decoded as :class:`~captioner.asr.base.PendingLine`), the real samples it decoded for the first time (``[n] float32``, for
             the turn detector; None without one) and the backend's VAD probabilities of them.
         """
         g = self.geometry
@@ -390,7 +388,7 @@ class StreamingSession:
             out += self.detector.finish()
         self._held = []
         if self.speakers is not None:
-            out = self.speakers.label(out)
+            out = self.speakers.label(out) + self.speakers.finish()  # the second pass's last corrections
         if not self._text_since_turn:
             return out
         self._text_since_turn = False

@@ -2,7 +2,7 @@
 
 The decode thread of :class:`~captioner.engine.live.LiveCaptioner` asks about once a
 second (with its Stats). A run is too slow when the captions fall more than
-``backlog_s`` behind, or when the backend's budget (:mod:`captioner.asr.partial_worker`
+``backlog_s`` behind, or when the backend's budget (:mod:`captioner.asr.moonshine.partial_worker`
 style ``budget.overloaded``) reports that its required work alone does not fit in real
 time. Audio queued while the model loaded (the sources open first, issue 27.3) is a
 backlog to catch up on, not a slow model: it is added to the bound until the run has

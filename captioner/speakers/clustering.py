@@ -23,9 +23,11 @@ Centroids are the L2-normalised mean of the embeddings assigned with at least
 256-dim vector per speaker, at most ``max_speakers`` of them: a 2-hour file keeps flat
 memory.
 
-Thresholds were chosen on the espeak-ng voice sets of ``bench/voice_sets.py`` and the
-meeting of ``bench/meeting_audio.py`` (``bench/speakers.py``): for GE2E a stretch of one
-voice is 0.83-0.95 similar to that voice's centroid, other voices 0.55-0.85.
+The module constants are GE2E's, chosen on the espeak-ng voice sets of ``bench/voice_sets.py``
+(for GE2E a stretch of one voice is 0.83-0.95 similar to that voice's centroid, other voices
+0.55-0.85); each encoder has its own :class:`Thresholds` (:data:`THRESHOLDS`): CAM++'s, fitted
+on the natural-voice corpus of ``bench/natural_voices.py`` (issue 51), are lower, its voices
+lying further apart.
 """
 
 from __future__ import annotations
@@ -48,6 +50,40 @@ YOUNG_JOIN = 0.68
 MIN_UPDATE_S = 0.8
 #: Most speech seconds a centroid's running mean weighs (beyond: an exponential mean).
 MAX_WEIGHT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """One encoder's cosine thresholds (its similarities have their own scale).
+
+    Attributes:
+        same_from: :data:`SAME_FROM`; new_below: :data:`NEW_BELOW`; young_join: :data:`YOUNG_JOIN`;
+        change_below: two sides of a pause inside a line less alike than this are two voices
+            (:class:`~captioner.speakers.tracker.SpeakerTracker`).
+    """
+
+    same_from: float = SAME_FROM
+    new_below: float = NEW_BELOW
+    young_join: float = YOUNG_JOIN
+    change_below: float = 0.70
+
+
+#: Each encoder's thresholds, by its ``kind``.
+#: CAM++'s were fitted on the natural-voice corpus (``bench/natural_voices.py``: four, six,
+#: twelve-with-blends, backchannel and 20-minute meetings) and checked on the espeak-ng sets by
+#: timbre, replaying the lines of ``bench/speakers.py`` (a voice's sentences sit 0.5-0.9 from
+#: its centroid, other voices' 0.1-0.6, a blend and its parent up to 0.85).
+THRESHOLDS = {"ge2e": Thresholds(), "campplus": Thresholds(0.62, 0.50, 0.62, 0.45)}
+
+
+def thresholds_for(kind: str) -> Thresholds:
+    """The thresholds of encoder ``kind`` (``"ge2e"``, ``"campplus"``; GE2E's for any other)."""
+    return THRESHOLDS.get(kind, Thresholds())
+
+
+#: The label of a short reply whose voice is surely nobody's yet (too little speech to decide):
+#: shown as it is, a mark of doubt, never folded into a speaker's line (issue 51).
+UNSURE = "Speaker ?"
 
 
 def speaker_id(n: int) -> str:
@@ -91,6 +127,9 @@ class SpeakerClusters:
 
     max_speakers: int = 20
     speakers: list[_Speaker] = field(default_factory=list)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: speakers opened so far (the next one is "Speaker opened+1", even after :meth:`rebuild`)
+    opened: int = 0
 
     def assign(self, embedding: np.ndarray, speech_s: float, previous: str = "") -> Decision:
         """Give a stretch of speech its speaker, opening or updating one.
@@ -104,26 +143,37 @@ class SpeakerClusters:
             The :class:`Decision`.
         """
         emb = np.asarray(embedding, np.float32)
+        t = self.thresholds
         if not self.speakers:
             return self._open(emb, speech_s)
         sims = np.array([float(emb @ s.centroid) for s in self.speakers])
         best = int(np.argmax(sims))
         best_sim = float(sims[best])
-        if best_sim >= SAME_FROM:
+        if best_sim >= t.same_from:
             return self._join(best, emb, speech_s, best_sim)
-        if best_sim >= YOUNG_JOIN and self.speakers[best].weight_s < YOUNG_S:
+        if best_sim >= t.young_join and self.speakers[best].weight_s < YOUNG_S:
             return self._join(best, emb, speech_s, best_sim)
-        if best_sim < NEW_BELOW and speech_s >= MIN_NEW_S and len(self.speakers) < self.max_speakers:
+        if best_sim < t.new_below and speech_s >= MIN_NEW_S and len(self.speakers) < self.max_speakers:
             return self._open(emb, speech_s)
         prev = next((i for i, s in enumerate(self.speakers) if s.ident == previous), None)
-        if prev is not None and sims[prev] >= min(best_sim, NEW_BELOW) - 0.02:
+        if prev is not None and sims[prev] >= min(best_sim, t.new_below) - 0.02:
             d = self._join(prev, emb, speech_s, float(sims[prev]), update=False)
             d.unsure = True
             return d
-        return self._join(best, emb, speech_s, best_sim, update=best_sim >= NEW_BELOW)
+        return self._join(best, emb, speech_s, best_sim, update=best_sim >= t.new_below)
+
+    def closest(self, embedding: np.ndarray) -> tuple[str, float]:
+        """``(id, cosine similarity)`` of the speaker whose centroid is closest to ``embedding``
+        (``("", -1.0)`` when there is none); changes nothing."""
+        if not self.speakers:
+            return "", -1.0
+        sims = [float(np.asarray(embedding, np.float32) @ s.centroid) for s in self.speakers]
+        best = int(np.argmax(sims))
+        return self.speakers[best].ident, sims[best]
 
     def _open(self, emb: np.ndarray, speech_s: float) -> Decision:
-        s = _Speaker(speaker_id(len(self.speakers) + 1), emb.copy(), max(speech_s, 1e-3), speech_s)
+        self.opened += 1
+        s = _Speaker(speaker_id(self.opened), emb.copy(), max(speech_s, 1e-3), speech_s)
         self.speakers.append(s)
         return Decision(s.ident, 1.0, new=True)
 
@@ -136,6 +186,29 @@ class SpeakerClusters:
             s.centroid = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
             s.weight_s = w + speech_s
         return Decision(s.ident, sim)
+
+    def rebuild(self, labelled: list[tuple[np.ndarray, float, str]]) -> None:
+        """Centroids again from stretches as the second pass labelled them (``(embedding, speech
+        seconds, id)``; stretches of less than :data:`MIN_UPDATE_S` do not count): a speaker the
+        pass folded into another has none left and is dropped, so it attracts no new stretch."""
+        sums: dict[str, np.ndarray] = {}
+        weights: dict[str, float] = {}
+        for emb, speech_s, ident in labelled:
+            if emb is None or speech_s < MIN_UPDATE_S or not ident:
+                continue
+            sums[ident] = sums.get(ident, 0.0) + np.asarray(emb, np.float32) * speech_s
+            weights[ident] = weights.get(ident, 0.0) + speech_s
+        kept = []
+        for s in self.speakers:
+            if s.ident in sums:
+                v = sums.pop(s.ident)
+                s.centroid = (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+                s.weight_s = weights[s.ident]
+                kept.append(s)
+        for ident, v in sums.items():  # a cluster the pass named afresh
+            kept.append(_Speaker(ident, (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32),
+                                 weights[ident], weights[ident]))
+        self.speakers = kept
 
     def __len__(self) -> int:
         return len(self.speakers)

@@ -63,6 +63,8 @@ class VoiceEncoder:
     """
 
     dim = 256
+    #: which thresholds fit its similarities (:data:`captioner.speakers.clustering.THRESHOLDS`)
+    kind = "ge2e"
 
     def __init__(self, model: str | bytes | None = None, threads: int = 1) -> None:
         import onnxruntime as ort

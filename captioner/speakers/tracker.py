@@ -14,7 +14,7 @@ backend (built-in, Audio8, TFLite, remote):
 2. each stretch is embedded (GE2E, :class:`~captioner.speakers.encoder.VoiceEncoder`, one
    model call per line); at each pause with at least :data:`MIN_SIDE_S` of speech on both
    sides, the speech before and after are compared: where they are least alike and either
-   less similar than :data:`CHANGE_BELOW` or each confidently a different known speaker,
+   less similar than :attr:`~captioner.speakers.clustering.Thresholds.change_below` or each confidently a different known speaker,
    the line is cut there (text by :func:`~captioner.speakers.stretches.split_text`), and
    each side is tried once more;
 3. each piece goes to a speaker by :class:`~captioner.speakers.clustering.SpeakerClusters`
@@ -24,7 +24,9 @@ backend (built-in, Audio8, TFLite, remote):
    (speech joined to it across pauses under :data:`UTTERANCE_GAP_S`, before and after),
    and an unsure one keeps the previous speaker.
 
-The speaker model loads on a background thread when the run starts (:class:`SpeakerRegistry`);
+The speaker model loads on a background thread when the run starts
+(:class:`~captioner.speakers.registry.SpeakerRegistry`, which also keeps every labelled stretch
+for the second pass and its live corrections);
 if it cannot load, the run gets one :class:`~captioner.events.Notice` (code
 ``speakers_unavailable``) and captions without labels, never an error. Partials, turn
 boundaries and every other event pass through unchanged.
@@ -33,14 +35,15 @@ boundaries and every other event pass through unchanged.
 from __future__ import annotations
 
 import dataclasses
-import threading
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from captioner.events import Event, Notice, TextDelta
-from captioner.speakers.clustering import SAME_FROM, SpeakerClusters
+from captioner.events import Event, TextDelta
+from captioner.speakers.clustering import UNSURE
 from captioner.speakers.options import SpeakerOptions
+from captioner.speakers.recluster import Stretch
+from captioner.speakers.registry import SpeakerRegistry
 from captioner.speakers.stretches import speech_runs, split_text
 from captioner.speakers.voicing import VAD_WINDOW, VoicedWindows
 
@@ -55,17 +58,14 @@ CONTEXT_S = 2.0
 UTTERANCE_GAP_S = 0.25
 #: Least speech (s) embedded at all; less keeps the previous speaker.
 MIN_EMBED_S = 0.3
-#: Least speech (s) on each side of a cut inside a line.
-MIN_SIDE_S = 1.0
-#: Two sides of a pause less similar than this are two voices.
-CHANGE_BELOW = 0.70
-#: Longest wait (s) in the first labelling for the speaker model still loading.
-LOAD_WAIT_S = 30.0
+#: A short final whose utterance holds less speech than this (s) and is not at least
+#: ``new_below`` alike to a known speaker is marked :data:`~captioner.speakers.clustering.UNSURE`.
+DOUBT_S = 0.8
+#: Least speech (s) on each side of a cut inside a line (CAM++ judges a voice from ~0.5 s).
+MIN_SIDE_S = 0.6
 #: Least share of a stretch's 32 ms windows that Silero VAD must call speech (p >= 0.5) for it to
 #: count as a voice: music, noise and tones are as loud as speech but must open no speaker.
 VOICED_SHARE = 0.3
-
-
 class _Ring:
     """The last ``capacity`` samples of a stream, addressed by stream sample index."""
 
@@ -97,79 +97,6 @@ class _Ring:
         cap = len(self.data)
         idx = np.arange(a, b) % cap
         return self.data[idx]
-
-
-class SpeakerRegistry:
-    """The speakers of one run and the speaker model, shared by its attributed sources.
-
-    Args:
-        options: ``max_speakers``.
-        load: builds the encoder (default :class:`~captioner.speakers.encoder.VoiceEncoder`);
-            called once on a background thread started here.
-        vad: builds the voice-activity model that tells speech from music and noise
-            (default: the shared Silero VAD, :func:`captioner.asr.vad.silero_vad`); returning
-            ``None`` or raising keeps every stretch found by level.
-    """
-
-    def __init__(self, options: SpeakerOptions, load: Callable[[], object] | None = None,
-                 vad: Callable[[], object] | None = None) -> None:
-        self.clusters = SpeakerClusters(options.max_speakers)
-        self._vad_load = vad or _default_vad
-        self._vad: list = []  # [] until first used, then [the VAD or None]
-        self._encoder = None
-        self.error = ""
-        self._told = False
-        self._ready = threading.Event()
-        self._load = load or _default_encoder
-        threading.Thread(target=self._load_now, name="captioner-speaker-model", daemon=True).start()
-
-    def _load_now(self) -> None:
-        from captioner.native_calls import model_call
-
-        try:
-            # building ONNX Runtime's session releases the GIL: a run that ends meanwhile (a
-            # file shorter than the load, ~1.5 s) must not finalise around it (status 134)
-            with model_call():
-                self._encoder = self._load()
-        except Exception as exc:  # any failure: captions go on without labels
-            self.error = str(exc) or type(exc).__name__
-        finally:
-            self._ready.set()
-
-    def encoder(self, wait_s: float = LOAD_WAIT_S):
-        """The loaded encoder, or ``None`` when it failed (``error`` says why) or is still loading
-        after ``wait_s`` seconds."""
-        self._ready.wait(wait_s)
-        return self._encoder
-
-    def vad(self):
-        """The voice-activity model (loaded at first use), or ``None`` when it cannot load."""
-        if not self._vad:
-            try:
-                self._vad.append(self._vad_load())
-            except Exception:  # pipecat-ai missing or its file broken: the level alone decides
-                self._vad.append(None)
-        return self._vad[0]
-
-    def notice(self) -> Notice | None:
-        """The one message of a run whose speaker model failed (then ``None`` ever after)."""
-        if self._told or not self._ready.is_set() or self._encoder is not None:
-            return None
-        self._told = True
-        return Notice(f"Speaker labels are off: {self.error}. Captions go on without them.",
-                      "warning", "speakers_unavailable")
-
-
-def _default_vad():
-    from captioner.asr.vad import silero_vad
-
-    return silero_vad()
-
-
-def _default_encoder():
-    from captioner.speakers.encoder import VoiceEncoder
-
-    return VoiceEncoder()
 
 
 class SpeakerTracker:
@@ -204,15 +131,25 @@ class SpeakerTracker:
 
     def label(self, events: Sequence[Event]) -> list[Event]:
         """``events`` with every non-empty final ``TextDelta`` labelled (``speaker`` set), split in
-        two or more deltas where the voice changes inside it; everything else unchanged. Nothing
-        is held back: a final reaches the transcript and the journal the moment it is given."""
+        two or more deltas where the voice changes inside it, and followed by the second pass's
+        corrections when it ran (:class:`~captioner.events.SpeakerFix`,
+        :meth:`SpeakerRegistry.corrections`); everything else unchanged. Nothing is held back: a
+        final reaches the transcript and the journal the moment it is given."""
         out: list[Event] = []
         for ev in events:
             if isinstance(ev, TextDelta) and ev.final and ev.text.strip() and not ev.speaker:
                 out.extend(self._label(ev))
+                out.extend(self.registry.corrections())
             else:
                 out.append(ev)
         return out
+
+    def finish(self) -> list[Event]:
+        """The end of this source's stream: the second pass once more over what it said last,
+        every stretch now settled (:meth:`SpeakerRegistry.corrections`)."""
+        if self.registry.encoder(0) is None:
+            return []
+        return list(self.registry.corrections(force=True))
 
     # -- internals -----------------------------------------------------------------------------
     def _label(self, ev: TextDelta) -> list[Event]:
@@ -250,7 +187,11 @@ class SpeakerTracker:
         own across pauses shorter than :data:`UTTERANCE_GAP_S`, before it and after it as far as
         the audio has come, up to :data:`CONTEXT_S` s. A change of speaker comes at a longer
         pause, so the previous speaker's last words are not mixed in (they were, when the speech
-        before the final was taken)."""
+        before the final was taken). When even the utterance holds less than :data:`DOUBT_S` of
+        speech, two or more voices are known (a monologue's "Yes." stays its speaker's) and its
+        voice is not even plausibly a known speaker's, the final is labelled
+        :data:`~captioner.speakers.clustering.UNSURE` ("Speaker ?"): a reader is better served by a
+        mark of doubt than by a confident wrong name (issue 51)."""
         sr = self.sample_rate
         a = int(round(ev.start * sr))
         reach = int(2 * CONTEXT_S * sr)
@@ -260,9 +201,16 @@ class SpeakerTracker:
         parts, total = _utterance(ctx, runs, a - lo, b - lo, int(UTTERANCE_GAP_S * sr), CONTEXT_S * sr)
         total /= sr
         if total < MIN_EMBED_S:
-            return dataclasses.replace(ev, speaker=self.previous) if self.previous else \
-                self._assign(ev, None, speech)
+            if self.previous:
+                self.registry.stretches.append(Stretch(ev.source, ev.start, ev.end, None, total, self.previous))
+                return dataclasses.replace(ev, speaker=self.previous)
+            return self._assign(ev, None, speech)
         emb = enc.embed([np.concatenate(parts)])[0]
+        if total < DOUBT_S and len(self.registry.clusters) >= 2:  # too little voice to judge between voices
+            ident, sim = self.registry.clusters.closest(emb)
+            if sim < self.registry.clusters.thresholds.new_below:  # not plausibly anyone: a mark of doubt
+                self.registry.stretches.append(Stretch(ev.source, ev.start, ev.end, emb, total, UNSURE))
+                return dataclasses.replace(ev, speaker=UNSURE)
         return self._assign(ev, emb, total)  # one utterance, one voice: all of its speech counts
 
     def _assign(self, ev: TextDelta, emb: np.ndarray | None, speech: float) -> TextDelta:
@@ -273,6 +221,7 @@ class SpeakerTracker:
         else:
             ident = self.registry.clusters.assign(emb, speech, self.previous).speaker
         self.previous = ident
+        self.registry.stretches.append(Stretch(ev.source, ev.start, ev.end, emb, speech, ident))
         return dataclasses.replace(ev, speaker=ident)
 
     def _cuts(self, emb: np.ndarray, w: np.ndarray, lo: int, hi: int, depth: int) -> list[tuple[int, int]]:
@@ -286,7 +235,7 @@ class SpeakerTracker:
             sim = float(_mean(emb[lo:k], w[lo:k]) @ _mean(emb[k:hi], w[k:hi]))
             if sim < best_sim:
                 best, best_sim = k, sim
-        if best is None or not (best_sim < CHANGE_BELOW or self._apart(
+        if best is None or not (best_sim < self.registry.clusters.thresholds.change_below or self._apart(
                 _mean(emb[lo:best], w[lo:best]), _mean(emb[best:hi], w[best:hi]))):
             return [(lo, hi)]
         return self._cuts(emb, w, lo, best, depth - 1) + self._cuts(emb, w, best, hi, depth - 1)
@@ -298,7 +247,8 @@ class SpeakerTracker:
             return False
         cents = np.stack([s.centroid for s in speakers])
         sl, sr_ = cents @ left, cents @ right
-        return int(np.argmax(sl)) != int(np.argmax(sr_)) and sl.max() >= SAME_FROM and sr_.max() >= SAME_FROM
+        same = self.registry.clusters.thresholds.same_from
+        return int(np.argmax(sl)) != int(np.argmax(sr_)) and sl.max() >= same and sr_.max() >= same
 
     def _split(self, ev: TextDelta, runs, emb, w, pieces, a: int) -> list[Event]:
         sr = self.sample_rate
@@ -369,13 +319,6 @@ def _merge_same(deltas: list[TextDelta]) -> list[Event]:
         else:
             out.append(d)
     return list(out)
-
-
-def new_registry(options: SpeakerOptions | None) -> SpeakerRegistry | None:
-    """The speakers of one run (starts loading the model now), or ``None`` when attribution is off."""
-    if options is None or not options.enabled:
-        return None
-    return SpeakerRegistry(options)
 
 
 def make_tracker(options: SpeakerOptions | None, kind: str, sample_rate: int = 16000,

@@ -1,7 +1,8 @@
 """captioner.transcript: segments and turns, the autosave journal, and TXT/SRT/WebVTT/JSON writers.
 
 - ``model``: ``Segment`` and the ``Transcript`` builder fed with ``captioner.events``.
-- ``journal``: append-only fsynced JSON Lines journal, ``recover``, ``find_unfinished``, ``prune_closed``.
+- ``journal``: append-only fsynced JSON Lines journal.
+- ``journal_recovery``: reading journals back: ``recover``, ``find_unfinished``, ``prune_closed``.
 - ``cues``: segments -> readable subtitle cues (2 lines, 42 columns / 16 CJK characters).
 - ``writers``: UTF-8, atomic TXT/SRT/VTT/JSON files.
 - ``journal_writer``: ``JournalWriter`` writes and fsyncs a journal on a thread of its own.
@@ -9,15 +10,8 @@
 """
 
 from captioner.transcript.cues import Cue, make_cues
-from captioner.transcript.journal import (
-    Journal,
-    JournalError,
-    find_unfinished,
-    mark_closed,
-    prune_closed,
-    read_journal,
-    recover,
-)
+from captioner.transcript.journal import Journal, JournalError
+from captioner.transcript.journal_recovery import find_unfinished, mark_closed, prune_closed, read_journal, recover
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.model import Segment, SpeakerRename, Transcript
 from captioner.transcript.writers import (

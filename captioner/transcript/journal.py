@@ -11,10 +11,12 @@ A journal is a JSON Lines file (UTF-8, one JSON object per line) in
 - ``{"type": "turn", "source", "time", "kind", "probability"}`` per ``TurnBoundary``;
 - ``{"type": "speaker_name", "speaker", "name"}`` per ``SpeakerRename`` (the user named a
   speaker; ``name`` "" cleared it);
+- ``{"type": "speaker_fix", "source", "start", "end", "speaker"}`` per ``SpeakerFix`` (the
+  speakers' second pass corrected a label, issue 51);
 - ``{"type": "close", "closed": ISO time, "reason": ...}`` when the session ends cleanly.
 
 Reading them back (recovery, the unfinished ones to offer) is :mod:`captioner.transcript.journal_recovery`,
-re-exported here.
+which builds on this module.
 
 Records are queued in memory (``enqueue``, no I/O) and written by ``flush``: one
 ``os.write`` of every queued record on an ``O_APPEND`` descriptor, then one ``os.fsync``,
@@ -46,7 +48,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from captioner import paths
-from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
 from captioner.transcript.model import SpeakerRename, clean_name
 
 JOURNAL_VERSION = 1
@@ -102,6 +104,11 @@ def _record_for(event: Event) -> dict[str, Any] | None:
         if not isinstance(event.speaker, str) or not event.speaker:
             return None
         return {"type": "speaker_name", "speaker": event.speaker, "name": clean_name(event.name)}
+    if isinstance(event, SpeakerFix):
+        if not isinstance(event.speaker, str) or not event.speaker:
+            return None
+        return {"type": "speaker_fix", "source": event.source, "start": event.start, "end": event.end,
+                "speaker": event.speaker}
     return None
 
 
@@ -318,30 +325,4 @@ class Journal:
         self.close()
 
 
-# ----------------------------------------------------------------- reading
-__all__ = [
-    "JOURNAL_VERSION",
-    "Journal",
-    "JournalError",
-    "describe_unfinished",
-    "events_from_records",
-    "find_unfinished",
-    "is_closed",
-    "mark_closed",
-    "prune_closed",
-    "read_journal",
-    "recover",
-]
-
-
-# the reading side, re-exported here (imported last: it builds on the writer's names above)
-from captioner.transcript.journal_recovery import (  # noqa: E402
-    describe_unfinished,
-    events_from_records,
-    find_unfinished,
-    is_closed,
-    mark_closed,
-    prune_closed,
-    read_journal,
-    recover,
-)
+__all__ = ["JOURNAL_VERSION", "Journal", "JournalError"]

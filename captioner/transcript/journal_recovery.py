@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from captioner import paths
-from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
 from captioner.transcript.journal import JOURNAL_SUFFIX, Journal, JournalError, _explain
 from captioner.transcript.model import SpeakerRename, Transcript
 
@@ -53,7 +53,7 @@ def _float(value: Any) -> float | None:
 
 def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
     """Turn journal records back into events (``TextDelta(final=True)`` / ``TurnBoundary`` /
-    ``SpeakerRename``).
+    ``SpeakerRename`` / ``SpeakerFix``).
 
     Records with missing or wrongly typed fields are skipped; a text record with a speaker
     that is not a string keeps its text, unattributed.
@@ -79,6 +79,10 @@ def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
             speaker, name = rec.get("speaker"), rec.get("name", "")
             if isinstance(speaker, str) and speaker and isinstance(name, str):
                 events.append(SpeakerRename(speaker, name))
+        elif rec["type"] == "speaker_fix":
+            speaker, start, end = rec.get("speaker"), _float(rec.get("start")), _float(rec.get("end"))
+            if isinstance(speaker, str) and speaker and start is not None and end is not None:
+                events.append(SpeakerFix(start, end, speaker, source))
     return events
 
 

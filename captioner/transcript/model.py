@@ -10,6 +10,8 @@
 - a ``TurnBoundary`` closes the open segment of its source (``turn_end=True``).
 - a ``SpeakerRename`` names a speaker (issue 38): every segment of that speaker id,
   past and future, is shown and saved under the name (``display_label``).
+- a ``SpeakerFix`` (issue 51: the speakers' second pass corrected a label) gives every
+  segment of its source that lies at least half inside its time span its speaker.
 - any other event is ignored.
 
 Speakers (issue 38): a final delta's ``speaker`` is a stable id ("Speaker 1", ...; ""
@@ -39,10 +41,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from captioner.events import Event, TextDelta, TurnBoundary
+from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
 
 #: Close an open segment once it spans more than this many stream seconds.
 MAX_SEGMENT_S = 20.0
@@ -208,10 +210,14 @@ class Transcript:
             The segments this event closed (usually empty; one when a turn ends or
             a long segment is split), for callers that render closed segments. Each
             segment is returned once: a turn that ends right after a length/sentence
-            split only marks that segment ``turn_end`` in ``segments``.
+            split only marks that segment ``turn_end`` in ``segments``. For a
+            ``SpeakerFix``: the closed segments it relabelled (same source, start and
+            text as before, so a view updates their lines).
         """
         if isinstance(event, TextDelta):
             return self._add_text(event)
+        if isinstance(event, SpeakerFix):
+            return self._fix_speaker(event)
         if isinstance(event, TurnBoundary):
             return self._add_turn(event)
         if isinstance(event, SpeakerRename):
@@ -296,6 +302,30 @@ class Transcript:
         self._last_closed[source] = self._count
         self._count += 1
         return closed
+
+    def _fix_speaker(self, fix: SpeakerFix) -> list[Segment]:
+        if not isinstance(fix.speaker, str) or not fix.speaker:
+            return []
+
+        def inside(start: float, end: float) -> bool:
+            overlap = min(end, fix.end) - max(start, fix.start)
+            return overlap >= 0.5 * (end - start) if end > start else fix.start <= start <= fix.end
+
+        changed: list[Segment] = []
+        hi = bisect.bisect_right(self._keys, (fix.end, self._count))
+        for i in range(hi - 1, -1, -1):
+            seg = self._closed[i]
+            if seg.end < fix.start - self.max_segment_s:  # sorted by start: nothing earlier can overlap
+                break
+            if seg.source == fix.source and seg.speaker != fix.speaker and inside(seg.start, seg.end):
+                self._closed[i] = replace(seg, speaker=fix.speaker)
+                changed.append(self._closed[i])
+        seg = self._open.get(fix.source)
+        if seg is not None and seg.speaker != fix.speaker and inside(seg.start, seg.end):
+            seg.speaker = fix.speaker
+        if (changed or seg is not None) and fix.speaker not in self._speakers:
+            self._speakers.append(fix.speaker)
+        return changed[::-1]
 
     def close_all(self, kind: str = "end_of_stream") -> list[Segment]:
         """Close every open segment as a turn end of ``kind`` and clear partials."""

@@ -14,5 +14,6 @@
 - ``settings``: every QSettings key, typed, in one place; ``settings_dialog`` edits them.
 - ``tray``, ``level_meter``, ``messages``: tray icon, input meters, non-modal messages.
 
-The engine thread is :mod:`captioner.engine.qt_worker` (QtCore only).
+The engine thread is :mod:`captioner.engine.qt_worker`, driven through
+:mod:`captioner.engine.qt_controller` (QtCore only).
 """

@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication, QMargins, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 
-from captioner.engine.qt_worker import EngineController
+from captioner.engine.qt_controller import EngineController
 from captioner.resources import APP_ID
 from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon

@@ -2,6 +2,10 @@
 
 The window is a view and a dispatcher. Each part has its own file (Buzz style):
 
+- :class:`~captioner.ui.run_events.RunEvents`: the engine's signals (run state, events, stats, notices);
+- :class:`~captioner.ui.transcript_files.TranscriptFiles`: Save as… and crash recovery;
+- :class:`~captioner.ui.closing.Closing`: quitting (unsaved text, the engine's drain);
+
 - :class:`~captioner.ui.source_panel.SourcePanel`: what to caption, devices, level meters;
 - :class:`~captioner.ui.model_panel.ModelPanel`: which model, its location, clock/delay/language;
 - :class:`~captioner.ui.run_bar.RunBar`: Start/Stop, progress, status and stats;
@@ -10,7 +14,7 @@ The window is a view and a dispatcher. Each part has its own file (Buzz style):
 - :class:`~captioner.ui.session_model.SessionModel`: what the transcript holds, what is unsaved, saving;
 - :class:`~captioner.ui.messages.MessageBar`: non-modal messages.
 
-The engine runs on its QThread (:class:`~captioner.engine.qt_worker.EngineController`),
+The engine runs on its QThread (:class:`~captioner.engine.qt_controller.EngineController`),
 files are written by :class:`~captioner.ui.recorder.TranscriptRecorder` (through
 ``captioner.transcript``), captions are drawn by the
 :class:`~captioner.ui.overlay.CaptionOverlay`. Every event arrives through one queued
@@ -20,28 +24,26 @@ does), then to the views.
 
 from __future__ import annotations
 
-import math
-import os
-from pathlib import Path
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QSplitter, QVBoxLayout, QWidget
 
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QSplitter, QVBoxLayout, QWidget
-
+from captioner.engine.qt_controller import EngineController
 from captioner.engine.qt_emit import emit
-from captioner.engine.qt_worker import EngineController
 from captioner.engine.run_setup import EngineConfig
-from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
-from captioner.ui.level_meter import LevelMeter
+from captioner.events import Stats
+from captioner.ui.closing import Closing
 from captioner.ui.focus_ring import install_focus_ring
 from captioner.ui.global_shortcuts import GlobalShortcuts
-from captioner.ui.messages import CAPTURE_STATE_CODES, MessageBar, gap_line, notice_row_code
+from captioner.ui.level_meter import LevelMeter
+from captioner.ui.messages import MessageBar
 from captioner.ui.model_panel import ModelPanel
 from captioner.ui.overlay import CaptionOverlay
 from captioner.ui.overlay_keys import key_mode_action
 from captioner.ui.qt_helpers import format_time, standard_keys  # noqa: F401 - format_time for scripts
-from captioner.ui.recorder import SAVE_FORMATS, TranscriptRecorder
+from captioner.ui.recorder import TranscriptRecorder
 from captioner.ui.run_bar import RunBar
+from captioner.ui.run_events import RunEvents
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
 from captioner.ui.settings import (Keys, Settings, hotword_backend_options, profanity_filter, turn_backend_options,
@@ -49,29 +51,12 @@ from captioner.ui.settings import (Keys, Settings, hotword_backend_options, prof
 from captioner.ui.shortcuts import ShortcutBinder
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.speaker_labels import SpeakerLabels
+from captioner.ui.transcript_files import TranscriptFiles
 from captioner.ui.transcript_view import MIN_TRANSCRIPT_PX, TranscriptView
-from captioner.ui.unsaved_dialog import ask_unsaved
 
-#: Backlog (s of audio waiting) above which the user is told the model is falling behind.
-BACKLOG_WARN_S = 4.0
-#: Backlog below which that warning is withdrawn.
-BACKLOG_OK_S = 1.0
 #: Window size (px): the smallest it can be made, and the first-run default.
 MIN_WINDOW = (600, 520)
 DEFAULT_WINDOW = (820, 720)
-#: What to do when captions fall behind, per backend of the run.
-BEHIND_ADVICE = {
-    "default": "The built-in model is already the fastest one: close other busy programs, or caption one "
-               "source instead of two.",
-    "audio8": "Choose a longer clock or delay, or the built-in model, or close other busy programs.",
-    "remote": "The caption server is too busy or too slow for real time (it runs the 80 ms clock only): use a "
-              "faster GPU server or the built-in model.",
-    "": "Choose the built-in model, or close other busy programs.",
-}
-#: Message codes that stay when a run starts (they are not about the previous run).
-PERSISTENT_MESSAGES = ("recovery", "recovered", "wayland", "save", "shortcuts", "global_shortcuts")
-#: Notices of the remote backend that tell its connection state (shown as one message).
-REMOTE_STATE_CODES = ("remote_connected", "remote_reconnecting", "remote_reconnected", "remote_dropped")
 #: Messages about the audio sources: they go when the user changes the sources.
 SOURCE_MESSAGES = ("device_error", "device_lost", "file_error", "source_ended")
 #: Messages about the model: they go when the user changes the model.
@@ -80,7 +65,7 @@ MODEL_MESSAGES = ("model_missing", "backend_missing", "model_error", "backend_er
 __all__ = ["MIN_TRANSCRIPT_PX", "MIN_WINDOW", "MainWindow"]
 
 
-class MainWindow(QMainWindow):
+class MainWindow(RunEvents, TranscriptFiles, Closing, QMainWindow):
     """The main window.
 
     Args:
@@ -393,129 +378,6 @@ class MainWindow(QMainWindow):
                                                                                           len(config.sources))
                 or self.save_panel.problem())
 
-    # -- engine signals ----------------------------------------------------------------------
-    def _on_state(self, state: str) -> None:
-        if state == "idle":
-            # "idle" is taken from stopped(), which comes after the run's last events: a Start
-            # pressed between the two would otherwise have its new transcript ended by them
-            return
-        self.engine_state = state
-        self.run_bar.set_busy(state == "loading" or self._quitting)
-        if state == "running":
-            self.run_bar.set_status("Captioning")
-        self._update_controls()
-
-    def _on_progress(self, message: str, percent: int) -> None:
-        self.run_bar.set_status(message)
-        self.run_bar.set_busy(percent < 100)
-
-    def _on_started(self) -> None:
-        # a successful start settles the previous run's errors and warnings
-        self.messages.clear_where(lambda row: row.severity in ("error", "warning")
-                                  and row.code not in PERSISTENT_MESSAGES)
-        self.engine_state = "running"
-        self._update_controls()
-
-    def _on_stopped(self) -> None:
-        self.session.end_run()
-        self.overlay.model.close_all()
-        self.overlay.update()
-        self.transcript_view.end_run()
-        self.engine_state = "idle"
-        self.run_bar.set_busy(False)
-        if self.run_bar.status_label.text() != "Stopped after an error":
-            self.run_bar.set_status("Stopped")
-        self.sources.reset_meters()
-        self.run_bar.clear_stats()
-        self.messages.clear("backlog")
-        self._catching_up = False
-        self.messages.clear("catching_up")
-        self._stalled.clear()  # "waiting for audio" is over with the run
-        self.messages.clear_where(lambda row: row.code.startswith("capture:") and row.severity == "warning")
-        self._update_controls()
-        if self._quitting:
-            QTimer.singleShot(0, self.close)  # the drain is done: finish the close
-
-    def _on_error(self, message: str, code: str) -> None:
-        self.messages.show_message(message, "error", code)
-        self.run_bar.set_status("Stopped after an error")
-        self._tell_outside(message)
-
-    def _tell_outside(self, text: str) -> None:
-        """The message bar is seen only with the window in front: otherwise ask for a tray/overlay notice."""
-        if not (self.isVisible() and self.isActiveWindow()):
-            emit(self.attention, text)
-
-    def _on_event(self, ev: Event) -> None:
-        self.recorder.add(ev)  # first: the transcript keeps every word whatever happens below
-        if isinstance(ev, (TextDelta, TurnBoundary)):
-            self.overlay.apply_event(ev)
-            self.transcript_view.apply_event(ev)
-            if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
-                self.session.text_arrived()
-        elif isinstance(ev, VoiceActivity):
-            self.overlay.apply_event(ev)
-        elif isinstance(ev, Level):
-            meter = self._meters.get(ev.source)
-            if meter is not None:
-                meter.set_level(ev)
-        elif isinstance(ev, Stats):
-            self._on_stats(ev)
-        elif isinstance(ev, Notice):
-            self._show_notice(ev)
-
-    def _on_segment(self, seg) -> None:
-        if self.transcript_view.show_segment(seg):
-            self.session.text_arrived()
-
-    def live_text(self) -> str:
-        """The not-yet-closed text shown under the transcript (rich text)."""
-        return self.transcript_view.live_text()
-
-    def _on_stats(self, st: Stats) -> None:
-        self._stats[st.source] = st
-        rtf = max((s.rtf for s in self._stats.values()), default=0.0)
-        backlog = max((s.backlog_s for s in self._stats.values()), default=0.0)
-        overflows = sum(s.overflows for s in self._stats.values())
-        dropped = sum(s.dropped_s for s in self._stats.values())
-        self.run_bar.set_stats(rtf, backlog, overflows, dropped)
-        if self._catching_up:  # the audio said while the model loaded: a backlog that drains
-            if backlog < BACKLOG_OK_S:
-                self._catching_up = False
-                self.messages.clear("catching_up")
-                if self.engine_state == "running":
-                    self.run_bar.set_status("Captioning")
-        elif backlog > BACKLOG_WARN_S and math.isfinite(backlog):
-            if not any(code == "backlog" for _, _, code in self.messages.messages()):
-                self.messages.show_message(
-                    f"Captions are falling behind: {backlog:.0f} s of audio are waiting for the model. "
-                    + BEHIND_ADVICE.get(self._run_backend, BEHIND_ADVICE[""]), "warning", "backlog")
-        elif backlog < BACKLOG_OK_S:
-            self.messages.clear("backlog")
-
-    def _show_notice(self, notice: Notice) -> None:
-        if notice.code in ("stopped", "journal_ok"):
-            return
-        if notice.code == "catching_up" and notice.severity == "info":
-            self._catching_up = True
-            self.run_bar.set_status("Captioning: catching up on what was said while the model loaded")
-        if notice.code == "gap":  # a line of the transcript, between the words before and after it
-            self.transcript_view.append_line(gap_line(notice.message))
-            return
-        # a remote server's connection state, and each source's capture state, is one message
-        # that each change replaces
-        code = "remote_connection" if notice.code in REMOTE_STATE_CODES else notice_row_code(notice.code, notice.source)
-        self.messages.show_message(notice.message, notice.severity, code or "notice")
-        if notice.code == "stalled":
-            self._stalled.add(notice.source)
-        elif notice.code in CAPTURE_STATE_CODES:
-            self._stalled.discard(notice.source)
-        else:
-            return
-        if self.engine_state == "running" and not self._quitting:
-            waiting = ", ".join(sorted(self._stalled))
-            self.run_bar.set_status(f"Captioning; waiting for audio from {waiting}" if waiting else "Captioning")
-
     # -- overlay -----------------------------------------------------------------------------
     def set_overlay_visible(self, on: bool) -> None:
         """Show or hide the caption overlay (without taking focus)."""
@@ -526,158 +388,3 @@ class MainWindow(QMainWindow):
         if self.overlay_action.isChecked() != on:
             self.overlay_action.setChecked(on)
         self.settings.set(Keys.OVERLAY_VISIBLE, bool(on))
-
-    # -- files ---------------------------------------------------------------------------------
-    def _update_save_enabled(self) -> None:
-        has_text = self.session.has_text()
-        self.save_panel.save_button.setEnabled(has_text)
-        self.save_action.setEnabled(has_text)
-
-    def _say_nothing_to_save(self) -> None:
-        self.messages.show_message("Nothing to save yet: the transcript is empty. Press Start to caption "
-                                   "something first.", "info", "save")
-
-    def save_transcript(self, path: str) -> Path | None:
-        """Save every run the pane shows to ``path`` (format from the suffix); errors become messages."""
-        if not self.session.has_text():
-            self._say_nothing_to_save()
-            return None
-        try:
-            written = self.session.save(path)
-        except Exception as exc:  # noqa: BLE001 - TranscriptWriteError, ValueError: shown, never raised
-            self.messages.show_message(f"The transcript was not saved: {exc}", "error", "save")
-            return None
-        self.messages.clear("recovered")  # "Use Save as… to keep it": done
-        self.messages.show_message(f"Transcript saved to {written}.", "info", "save")
-        self.settings.set(Keys.LAST_SAVE_DIR, str(Path(written).parent))
-        return Path(written)
-
-    def save_dialog(self) -> Path | None:
-        """Ask for a file name and format (TXT, SRT, VTT, JSON) and save.
-
-        Returns:
-            The file written, or ``None`` when the user cancelled or writing failed.
-        """
-        if not self.session.has_text():
-            self._say_nothing_to_save()
-            return None
-        filters = {"txt": "Plain text (*.txt)", "srt": "SubRip subtitles (*.srt)", "vtt": "WebVTT subtitles (*.vtt)",
-                   "json": "JSON with times (*.json)"}
-        start = self.settings.get(Keys.LAST_SAVE_DIR) or str(Path.home())
-        path, chosen = QFileDialog.getSaveFileName(self, "Save transcript", os.path.join(start, "transcript.txt"),
-                                                   ";;".join(filters.values()))
-        if not path:
-            return None
-        fmt = next((k for k, v in filters.items() if v == chosen), "txt")
-        if Path(path).suffix.lower() not in SAVE_FORMATS.values():
-            path += SAVE_FORMATS[fmt]
-        return self.save_transcript(path)
-
-    # -- crash recovery ------------------------------------------------------------------------
-    def check_recovery(self) -> bool:
-        """Offer to recover the newest journal a crash left behind. Returns True if one was offered."""
-        try:
-            found = self.recorder.unfinished()
-        except Exception:  # noqa: BLE001 - recovery is a convenience, never a blocker
-            return False
-        loaded = set(self.session.recovered_journals())
-        found = [p for p in found if p not in loaded]
-        if not found:
-            return False
-        path = found[0]
-        self.messages.show_message(
-            f"captioner did not close cleanly last time. The transcript of that session was saved in {path}. "
-            "Recover it to read and save it, or discard it.",
-            "warning",
-            "recovery",
-            actions=[("Recover", lambda p=path: self.recover(p)), ("Discard", lambda p=path: self.recorder.discard(p))],
-        )
-        return True
-
-    def recover(self, path) -> None:
-        """Load a crashed session's transcript into the window (then Save as… works on it)."""
-        try:
-            transcript = self.session.recover(path)
-        except Exception as exc:  # noqa: BLE001
-            self.messages.show_message(f"The journal could not be read: {exc}", "error", "recovery")
-            return
-        self.transcript_view.add_recovered(transcript.segments, transcript.speaker_name)
-        self.messages.show_message("The previous session was recovered. Use Save as… to keep it.", "info", "recovered")
-
-    # -- closing -------------------------------------------------------------------------------
-    def has_unsaved_text(self) -> bool:
-        """True when the window shows transcript text that no Save as… (or autosave) has written."""
-        return self.session.has_unsaved() or self.transcript_view.has_open_text()
-
-    def ask_unsaved(self) -> str:
-        """Ask what to do with the unsaved transcript on quit: ``"save"``, ``"discard"`` or ``"cancel"``."""
-        return ask_unsaved(self, self.recorder.journal_path)
-
-    def _begin_quitting(self) -> None:
-        """Stop the engine (it drains: the last words are decoded) and close when it has stopped."""
-        self._quitting = True
-        self.stop()
-        self.run_bar.set_status("Quitting: finishing the last words…")
-        self.run_bar.set_busy(True)  # busy indicator while the model drains and files are flushed
-        self.start_button.setEnabled(False)
-        self.messages.show_message("Quitting: finishing the last words and closing the transcript… "
-                                   "This takes a second or two.", "info", "quitting")
-
-    def request_quit(self) -> bool:
-        """The user asked to quit (Quit / Ctrl+Q, the tray, the title bar's close button).
-
-        Asks Save / Discard / Cancel when there is unsaved text, then closes (a running
-        engine drains first, see :meth:`closeEvent`). Programmatic closes -- the app
-        quitting on SIGINT/SIGTERM, scripts -- never ask: the journal keeps the text.
-
-        Returns:
-            False when the user cancelled.
-        """
-        if self._close_choice is None and self.has_unsaved_text():
-            choice = self.ask_unsaved()
-            if choice not in ("save", "discard"):
-                self._close_choice = None
-                return False
-            self._close_choice = choice
-        self._user_quit = True
-        self.close()
-        return True
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        """Close: a running engine drains first (with feedback), a chosen Save happens after
-        the drain, then the settings are saved and :attr:`closed` is emitted (the app quits)."""
-        if event.spontaneous() and not self._user_quit:  # the window manager's close button
-            event.ignore()
-            QTimer.singleShot(0, self.request_quit)
-            return
-        if self.engine_state != "idle":
-            event.ignore()
-            if not self._quitting:
-                self._begin_quitting()
-            return
-        if self._user_quit and self._close_choice is None and self.has_unsaved_text():
-            choice = self.ask_unsaved()  # text that arrived only with the drain
-            if choice not in ("save", "discard"):
-                self._cancel_close(event)
-                return
-            self._close_choice = choice
-        if self._close_choice == "save" and self.has_unsaved_text() and self.save_dialog() is None:
-            self._cancel_close(event)  # the save was cancelled or failed: stay open
-            return
-        if self._close_choice == "discard":
-            self.session.discard_recovered()  # the user threw it away: not offered again
-        self._quitting = False
-        self._user_quit = False
-        self._close_choice = None
-        self.messages.clear("quitting")
-        self.save_settings()
-        super().closeEvent(event)
-        emit(self.closed)
-
-    def _cancel_close(self, event: QCloseEvent) -> None:
-        event.ignore()
-        self._quitting = False
-        self._user_quit = False
-        self._close_choice = None
-        self.messages.clear("quitting")
-        self._update_controls()

@@ -217,7 +217,8 @@ class TranscriptView(QWidget):
             self._render_live()
 
     def show_segment(self, seg) -> bool:
-        """Show a closed segment once (a segment announced again updates its line).
+        """Show a closed segment once (a segment announced again updates its line: its turn end,
+        or its speaker after a :class:`~captioner.events.SpeakerFix`; it is not announced again).
 
         Returns:
             True when a new line with text was added.
@@ -226,8 +227,11 @@ class TranscriptView(QWidget):
         label = self.line_label(seg)
         line = segment_line(label, seg.start, self._shown(seg.text))
         block = self._segment_blocks.get(key)
-        if block is not None:
+        if block is not None:  # re-closed as a turn end, or relabelled by the speakers' second pass
             self._replace_line(block, line)
+            if block in self._raw_lines:
+                self._raw_lines[block] = (label, seg.start, seg.text)
+            self._note_speaker(block, seg)
             return False
         rest = self._open_text.get(seg.source, "")
         self._open_text[seg.source] = rest[len(seg.text):] if rest.startswith(seg.text) else ""

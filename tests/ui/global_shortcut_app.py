@@ -53,7 +53,8 @@ def main() -> int:
     app = QApplication(["captioner-test"])
     from ui_fakes import fake_factories, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.app import CaptionerApp
     from captioner.ui.settings import Keys, Settings
 

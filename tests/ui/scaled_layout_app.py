@@ -81,7 +81,8 @@ def main(argv: list[str]) -> int:
     app.setFont(font)
     from ui_fakes import fake_factories, file_window, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.settings import Settings
     from captioner.ui.settings_dialog import SettingsDialog
 

@@ -57,7 +57,8 @@ def test_gui_imports_no_aiohttp_until_the_page_is_on():
 def test_caption_page_is_off_by_default_and_serves_a_run_when_on(qtbot, settings, tmp_path):
     from ui_fakes import fake_factories, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
 
     words = ["alpha", "bravo", "charlie"]
     wav = tmp_path / "talk.wav"

@@ -74,7 +74,8 @@ def test_quitting_while_captioning_keeps_the_last_words(qtbot, settings, tmp_pat
     collection that freed widgets of earlier tests (issue 30; tests/ui/test_main_thread_gc.py)."""
     from ui_fakes import fake_factories, speech, write_wav
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.transcript import find_unfinished
 
     words = ["alpha", "bravo", "charlie", "delta"]

@@ -18,9 +18,9 @@ import pytest
 import soundfile as sf
 from PySide6.QtCore import QCoreApplication
 
+from captioner.engine.qt_controller import EngineController
 from captioner.engine.qt_worker import (
     EngineConfig,
-    EngineController,
     EngineWorker,
     SourceSpec,
     default_pipeline_factory,

@@ -9,7 +9,8 @@ import srt
 import webvtt
 from ui_fakes import fake_factories, run_and_stop, speech, write_wav
 
-from captioner.engine.qt_worker import EngineController, EngineWorker
+from captioner.engine.qt_controller import EngineController
+from captioner.engine.qt_worker import EngineWorker
 from captioner.events import Stats, TextDelta, TurnBoundary
 from captioner.transcript import LiveTranscript
 from captioner.ui.main_window import MainWindow

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from ui_fakes import WORDS, fake_factories, speech
 
-from captioner.engine.qt_worker import EngineConfig, EngineController, EngineWorker, SourceSpec
+from captioner.engine.qt_controller import EngineController
+from captioner.engine.qt_worker import EngineConfig, EngineWorker, SourceSpec
 from captioner.events import TextDelta, TurnBoundary
 
 pytestmark = pytest.mark.gui
@@ -75,7 +76,7 @@ def test_load_error_is_reported_and_worker_stays_usable(qtbot, cleanup):
 def test_a_model_cache_warning_during_preparation_is_a_notice_not_only_a_passing_progress_line(qtbot, cleanup):
     """A read-only or full cache folder: the preparation says so once (percent -1); the model panel's
     next step replaced that line within a second, so it must also reach the messages panel."""
-    from captioner.asr import moonshine_prepare
+    from captioner.asr.moonshine import prepare as moonshine_prepare
 
     ctl, record = _controller(qtbot, {"You": speech(["golf"])})
     cleanup.append(ctl)

@@ -51,7 +51,8 @@ def test_remote_problems_are_said_before_start(make_window, url, sources, needle
 
 
 def test_gui_captions_through_the_server_and_shows_the_connection(qtbot, settings, tmp_path):
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.main_window import MainWindow
     from captioner.ui.overlay import CaptionOverlay
     from captioner.ui.recorder import TranscriptRecorder
@@ -83,7 +84,8 @@ def test_gui_captions_through_the_server_and_shows_the_connection(qtbot, setting
 def test_gui_says_which_server_refused(qtbot, settings, tmp_path):
     import socket
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.main_window import MainWindow
     from captioner.ui.overlay import CaptionOverlay
     from captioner.ui.recorder import TranscriptRecorder
@@ -131,7 +133,8 @@ def test_gui_stop_and_quit_during_a_stall_are_quick_and_final(qtbot, settings, t
     Quit still finish within 2 s, keep the text so far and open no new server session."""
     import time
 
-    from captioner.engine.qt_worker import EngineController, EngineWorker
+    from captioner.engine.qt_controller import EngineController
+    from captioner.engine.qt_worker import EngineWorker
     from captioner.ui.main_window import MainWindow
     from captioner.ui.overlay import CaptionOverlay
     from captioner.ui.recorder import TranscriptRecorder

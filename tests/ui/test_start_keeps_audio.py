@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from ui_fakes import CHUNK, DelayedWordBackend, speech, write_wav
 
-from captioner.engine.qt_worker import EngineController, EngineWorker, default_pipeline_factory
+from captioner.engine.qt_controller import EngineController
+from captioner.engine.qt_worker import EngineWorker, default_pipeline_factory
 from captioner.events import Level, TextDelta
 from tests.audio_fakes import Speaker, SpeakerSource
 

@@ -83,3 +83,29 @@ def test_the_pane_keeps_the_newest_lines_only_and_still_updates_and_masks_them(q
     v.set_mask(lambda text: text.replace("line", "LINE"))
     masked = v.toPlainText().splitlines()
     assert len(masked) == 50 and masked[0].endswith("LINE 650") and masked[-1].endswith("LINE 699")
+
+
+def test_a_speaker_correction_relabels_its_line_in_place_without_announcing_it_again(qtbot):
+    """Issue 51: the speakers' second pass corrects a shown line (a SpeakerFix): the transcript
+    returns the segment again with its new speaker, and the pane replaces that line's label."""
+    from captioner.events import SpeakerFix, TextDelta, TurnBoundary
+    from captioner.transcript.model import Transcript
+
+    v = TranscriptView()
+    qtbot.addWidget(v)
+    t = Transcript()
+    said = []
+    v.announcer.line_finished = lambda label, text: said.append(label)
+    for ev in (TextDelta("Can we move it?", 0.0, 1.5, True, "Meeting", speaker="Speaker 1"),
+               TurnBoundary(1.8, "semantic", 0.9, "Meeting"),
+               TextDelta("Thursday works.", 2.0, 3.2, True, "Meeting", speaker="Speaker 3"),
+               TurnBoundary(3.5, "semantic", 0.9, "Meeting")):
+        for seg in t.add(ev):
+            v.show_segment(seg)
+    assert v.toPlainText().splitlines()[-1].endswith("Speaker 3: Thursday works.")
+    for seg in t.add(SpeakerFix(2.0, 3.2, "Speaker 2", "Meeting")):
+        assert v.show_segment(seg) is False  # an update, not a new line
+    lines = v.toPlainText().splitlines()
+    assert len(lines) == 2 and lines[-1].endswith("Speaker 2: Thursday works.")
+    assert v.speaker_at(1)[1] == "Speaker 2"  # F2 / double-click now rename the corrected speaker
+    assert said == ["Speaker 1", "Speaker 3"]  # never announced twice

@@ -2,8 +2,9 @@
 
 Modules: ``config`` (config.json, operating points), ``checkpoint`` (safetensors + tokenizer +
 feature extractor loading with exact checks), ``modeling`` (composition of transformers
-classes), ``frontend`` (windowed log-mel), ``streaming`` (per-session state, batched step,
-rolling window), ``detok`` (byte-safe text), ``vad`` (turn hysteresis), ``backend`` (the
+classes), ``frontend`` (windowed log-mel), ``kv_caches`` (the attention stacks' KV caches:
+per-session buffers, static pools), ``streaming`` (per-session state, batched step, rolling
+window), ``detok`` (byte-safe text), ``vad`` (turn hysteresis), ``backend`` (the
 :class:`~captioner.asr.base.Backend`), ``tiny`` (tiny random checkpoints for tests/benchmarks).
 
 Importing this package does not import torch; :func:`load_audio8_backend` does.

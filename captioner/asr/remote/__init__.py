@@ -1,8 +1,9 @@
 """Remote backend: Audio8 ASR Infinite served by its vLLM build over ``/v1/realtime`` (no Qt).
 
 Install with ``pip install 'captioner[remote]'`` (the ``websockets`` client). Modules:
-``protocol`` (URLs, client events, error codes; pure), ``connection`` (one websocket: connect,
-greet, the liveness and end rules, fault kinds), ``generation`` (one server generation's events,
+``protocol`` (URLs, client events, error codes; pure), ``config`` (a stream's settings),
+``faults`` (the three fault kinds), ``connection`` (one websocket: connect, greet, the liveness
+and end rules), ``generation`` (one server generation's events,
 errors by kind, the reconnect seam), ``timemap`` (step clock -> stream time), ``resend`` (audio
 queued and kept for a resend), ``session`` (sessions and reconnects on the loop thread),
 ``stream`` (one source's stream, the caller's API, Stop), ``backend`` (the
@@ -62,7 +63,7 @@ def load_remote_backend(
         vad_horizon_s, vad_threshold, vad_hysteresis: turn detection, the same rules and defaults
             as local Audio8 (``captioner.asr.audio8.vad``; hysteresis None = its default).
         batch_size: sessions per engine call (default: number of URLs, at least 2).
-        **timeouts: :class:`~captioner.asr.remote.stream.StreamConfig` timing fields.
+        **timeouts: :class:`~captioner.asr.remote.config.StreamConfig` timing fields.
 
     Raises:
         BackendError: websockets missing, an invalid URL/delay/language/VAD setting or CA file.
@@ -74,7 +75,7 @@ def load_remote_backend(
     from captioner.asr.audio8.vad import DEFAULT_HYSTERESIS
     from captioner.asr.remote import protocol as P
     from captioner.asr.remote.backend import RemoteBackend
-    from captioner.asr.remote.stream import StreamConfig
+    from captioner.asr.remote.config import StreamConfig
 
     text = urls if isinstance(urls, str) else ",".join(urls)
     try:

@@ -27,7 +27,8 @@ import numpy as np
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
 from captioner.asr.geometry import ChunkGeometry
 from captioner.asr.remote import protocol as P
-from captioner.asr.remote.stream import RemoteStream, StreamConfig, StreamStopped
+from captioner.asr.remote.config import StreamConfig
+from captioner.asr.remote.stream import RemoteStream, StreamStopped
 
 
 class RemoteBackend(Backend):

@@ -1,13 +1,6 @@
 """One websocket to an Audio8 realtime server: connect, greet, liveness, close (no Qt).
 
-Faults are sorted into three kinds, each raised as its own exception:
-
-* :class:`Transient` -- the connection is gone, stalled or repeatedly garbled: the stream
-  reconnects with backoff as a new session (:class:`Stalled` when nothing arrived);
-* :class:`Fatal` -- the server refused the session for good (key, model name, redirect,
-  404, TLS trust, a busy server): the message is for the user;
-* :class:`EndedWithoutDone` -- after the final commit the server went quiet without
-  ``transcription.done``: the stream finishes with the text it has, no reconnect.
+Faults are raised as the three kinds of :mod:`captioner.asr.remote.faults`.
 
 The liveness rule (:func:`check_quiet`) uses the server's 80 ms cadence: every step brings a
 ``transcription.delta``, empty ones included (DESIGN section 2, "Liveness"), so a quiet socket
@@ -25,10 +18,11 @@ import ssl
 from typing import TYPE_CHECKING, Any, Callable
 
 from captioner.asr.remote import protocol as P
+from captioner.asr.remote.config import StreamConfig, end_wait_s
+from captioner.asr.remote.faults import EndedWithoutDone, Fatal, Stalled, Transient
 
 if TYPE_CHECKING:  # pragma: no cover
     from captioner.asr.remote.generation import Generation
-    from captioner.asr.remote.stream import StreamConfig
 
 #: The websockets library logs every frame and handshake header (audio, the key) at DEBUG:
 #: give it a logger that never goes below INFO, whatever the application's logging level.
@@ -37,28 +31,6 @@ WIRE_LOG.setLevel(logging.INFO)
 #: Largest server message accepted (bytes): a delta is a few bytes, ``transcription.done`` the
 #: text of one generation (a 30 s window); anything bigger is garbage and ends the connection.
 MAX_MESSAGE_BYTES = 2**22
-
-
-class Transient(Exception):
-    """The connection is gone, stalled or garbled: reconnect."""
-
-
-class Stalled(Transient):
-    """Nothing arrived for the stall timeout while audio waited for its tokens."""
-
-
-class Fatal(Exception):
-    """Give up: the message is for the user."""
-
-
-class EndedWithoutDone(Exception):
-    """After the final commit the server stayed quiet without ``transcription.done``."""
-
-
-def end_wait_s(config: "StreamConfig") -> float:
-    """How long a quiet server may take to send ``transcription.done`` after the final commit
-    (s): the delay plus the look-ahead it still holds, plus ``end_margin_s``."""
-    return config.delay_ms / 1000 + P.LOOKAHEAD_SAMPLES / P.SAMPLE_RATE + config.end_margin_s
 
 
 def check_quiet(gen: "Generation", config: "StreamConfig", url: str, first_session: bool, now: float) -> None:

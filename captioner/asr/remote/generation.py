@@ -14,7 +14,7 @@ word one step later on a fresh start).
 Errors by kind (DESIGN section 2: errors never close the socket):
 
 * ``invalid_event``, ``model_not_found``, ``model_not_validated``: the session settings are
-  refused: :class:`~captioner.asr.remote.connection.Fatal`;
+  refused: :class:`~captioner.asr.remote.faults.Fatal`;
 * ``processing_error``: the generation failed (no ``done`` follows): reconnect;
 * any other code, known or not: reported once, skipped; the same code
   ``REPEAT_LIMIT`` times within ``REPEAT_WINDOW_S`` is a fault that will not go away: fatal;
@@ -28,17 +28,16 @@ import collections
 import logging
 import time
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from captioner.asr.audio8.vad import horizon_index
 from captioner.asr.remote import protocol as P
-from captioner.asr.remote.connection import Fatal, Transient
+from captioner.asr.remote.faults import Fatal, Transient
 from captioner.asr.remote.timemap import TimeMap
 from captioner.events import Event, Notice, TextDelta, TurnBoundary, VadProbabilities
 
 if TYPE_CHECKING:  # pragma: no cover
     from captioner.asr.remote.resend import Piece
-    from captioner.asr.remote.stream import RemoteStream
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +54,13 @@ class Generation:
     """Per-generation bookkeeping: time map, delta count, held text, seam.
 
     Args:
-        stream: the owning stream (its lock, event list, VAD hysteresis, resend buffer).
+        stream: the owning :class:`~captioner.asr.remote.stream.RemoteStream` (its lock, event
+            list, VAD hysteresis, resend buffer; built above this module, which it imports).
         seam: first stream sample the previous session had not transcribed, when this
             generation starts after a reconnect (None on the first session).
     """
 
-    def __init__(self, stream: "RemoteStream", seam: int | None = None) -> None:
+    def __init__(self, stream: Any, seam: int | None = None) -> None:
         self.s = stream
         self.map = TimeMap()
         self.inflight: collections.deque[Piece] = collections.deque()  # sent, not transcribed (latency)

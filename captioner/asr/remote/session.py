@@ -20,8 +20,8 @@ import numpy as np
 
 from captioner.asr.base import BackendError
 from captioner.asr.remote import protocol as P
-from captioner.asr.remote.connection import (EndedWithoutDone, Fatal, Transient, abort, check_quiet, close_reason,
-                                             open_session)
+from captioner.asr.remote.connection import abort, check_quiet, close_reason, open_session
+from captioner.asr.remote.faults import EndedWithoutDone, Fatal, Transient
 from captioner.asr.remote.generation import Generation
 from captioner.asr.remote.resend import Piece
 from captioner.events import Notice, TurnBoundary

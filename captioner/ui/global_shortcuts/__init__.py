@@ -34,14 +34,9 @@ from PySide6.QtCore import QObject, QSocketNotifier, Signal
 from PySide6.QtGui import QGuiApplication
 
 from captioner.engine.qt_emit import emit
+from captioner.ui.global_shortcuts.actions import ACTION_DESCRIPTIONS
 from captioner.ui.global_shortcuts.keys import Combo, ComboError, check_global, parse
 
-#: Action id -> what it does, as the desktop (portal) and the messages name it.
-ACTION_DESCRIPTIONS = {
-    "start_stop": "Start or stop captions",
-    "toggle_overlay": "Show or hide the caption overlay",
-    "toggle_click_through": "Toggle overlay click-through",
-}
 #: Said when the desktop offers no way to register global shortcuts.
 NO_MECHANISM = ("Shortcuts work only while a captioner window is active here: {why}")
 

@@ -21,7 +21,7 @@ import secrets
 import threading
 from typing import Callable
 
-from captioner.ui.global_shortcuts import ACTION_DESCRIPTIONS as DESCRIPTIONS
+from captioner.ui.global_shortcuts.actions import ACTION_DESCRIPTIONS as DESCRIPTIONS
 from captioner.ui.global_shortcuts.keys import Combo, portal_trigger
 
 PORTAL_NAME = "org.freedesktop.portal.Desktop"

@@ -17,9 +17,9 @@ Recipe, per graph:
    ops fused for one particular CPU);
 4. keep one copy of the token embedding instead of three (:func:`_share_embedding`:
    275 -> 166 MB for the decoder);
-5. where this CPU has fast int8 kernels (:func:`~captioner.asr.moonshine_int8.fast_int8`),
+5. where this CPU has fast int8 kernels (:func:`~captioner.asr.moonshine.int8.fast_int8`),
    give the decoder's weights back their shipped 8-bit integers
-   (:func:`~captioner.asr.moonshine_int8.quantize_decoder`: ``MatMulNBits``, 166 -> 54 MB,
+   (:func:`~captioner.asr.moonshine.int8.quantize_decoder`: ``MatMulNBits``, 166 -> 54 MB,
    a step ~1.5x faster);
 6. save it with its weights as external data (``<name>.onnx.data``): ONNX Runtime then
    maps the weights from the file instead of copying them onto the heap (measured,
@@ -33,11 +33,11 @@ shared embedding now saves 109 MB in float), but its greedy tokens differ from t
 shipped graph's on the first clip tried (a comma read as a full stop), quantizing the
 tied output projection decodes nothing at all, and the encoder is slower in int8 (66
 against 49 ms for 4 s). Float decodes token for token what the shipped graph decodes; so does
-the 8-bit decoder of step 5 on the clips measured (:mod:`~captioner.asr.moonshine_int8`).
+the 8-bit decoder of step 5 on the clips measured (:mod:`~captioner.asr.moonshine.int8`).
 
 Cache: ``platformdirs.user_cache_dir("captioner")/moonshine-base-en/<key>``, the key a
 hash of the source files' bytes, the onnxruntime version and :func:`recipe` (float or 8-bit decoder;
-an 8-bit copy also records the CPU it was made on, :func:`~captioner.asr.moonshine_int8.cpu_tag`). The folder
+an 8-bit copy also records the CPU it was made on, :func:`~captioner.asr.moonshine.int8.cpu_tag`). The folder
 is written under a temporary name and renamed into place (atomic), with a
 ``manifest.json`` listing each file's size and SHA-256; a folder whose files do not
 match is rebuilt, and copies of other keys are deleted once a new one is in place. Where
@@ -150,7 +150,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     """The prepared (folded ONNX: float, the decoder in 8 bits where fast) model of the shipped files in ``src``.
 
     Takes it from the cache when a complete, matching copy is there; otherwise builds it
-    (reporting progress; the decoder in 8 bits where :func:`~captioner.asr.moonshine_int8.fast_int8`
+    (reporting progress; the decoder in 8 bits where :func:`~captioner.asr.moonshine.int8.fast_int8`
     says this CPU runs it fast), writes it atomically, and falls back to building in memory when
     the cache folder cannot be written (saying so once per process).
 
@@ -163,7 +163,7 @@ def prepare(src: str | os.PathLike, cache_root: str | os.PathLike | None = None,
     Raises:
         BackendError: a source file is missing or ONNX Runtime cannot read it.
     """
-    from captioner.asr.moonshine_int8 import cpu_tag, fast_int8
+    from captioner.asr.moonshine.int8 import cpu_tag, fast_int8
 
     t0 = time.perf_counter()
     src = Path(src)
@@ -229,7 +229,7 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
     """Fold ``src/<stem>.ort`` into a float ONNX model (the decoder in 8 bits where ``int8``,
     step 5): written to ``out/<stem>.onnx`` (+ its ``.data``) and the path returned, or the
     serialized model returned when ``out`` is None; with whether its weights are 8-bit (False
-    for the encoder, and for a decoder :func:`~captioner.asr.moonshine_int8.quantize_decoder`
+    for the encoder, and for a decoder :func:`~captioner.asr.moonshine.int8.quantize_decoder`
     does not recognise).
 
     Raises:
@@ -239,7 +239,7 @@ def _build(src: Path, stem: str, out: Path | None, report: Progress, index: int,
     import onnx
     import onnxruntime as ort
 
-    from captioner.asr.moonshine_int8 import int8_copy
+    from captioner.asr.moonshine.int8 import int8_copy
 
     report(f"Preparing the built-in model: {stem.split('_')[0]}…", 10 + 45 * index)
     with tempfile.TemporaryDirectory(prefix="captioner-prepare-") as work:
@@ -359,7 +359,7 @@ def _paths(folder: Path) -> tuple[str, str]:
 
 
 def _write_manifest(folder: Path, int8: bool) -> None:
-    from captioner.asr.moonshine_int8 import cpu_tag
+    from captioner.asr.moonshine.int8 import cpu_tag
 
     files = {p.name: {"size": p.stat().st_size, "sha256": _file_digest(p)} for p in sorted(folder.iterdir())}
     with open(folder / "manifest.json", "w", encoding="utf-8") as f:
@@ -386,7 +386,7 @@ def _complete(folder: Path) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m captioner.asr.moonshine_prepare [--quiet]``: prepare the built-in model now.
+    """``python -m captioner.asr.moonshine.prepare [--quiet]``: prepare the built-in model now.
 
     The install scripts (``scripts/start.sh``, ``scripts/test.sh``) run it once after
     installing, so that the first Start does not pay the 5-15 s of preparation (it would
@@ -400,11 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m captioner.asr.moonshine_prepare",
+    parser = argparse.ArgumentParser(prog="python -m captioner.asr.moonshine.prepare",
                                      description="Prepare captioner's built-in model in the user's cache folder.")
     parser.add_argument("--quiet", action="store_true", help="print nothing unless it fails")
     args = parser.parse_args(argv)
-    from captioner.asr.moonshine_files import default_model_dir
+    from captioner.asr.moonshine.files import default_model_dir
 
     warnings: list[str] = []
 

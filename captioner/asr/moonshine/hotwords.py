@@ -29,7 +29,7 @@ contextual-biasing literature), adapted to greedy decoding:
   log-probability of at least ``-KEEP_FACTOR * min(boost, DEFAULT_BOOST)`` (:data:`KEEP_FACTOR`); the
   log-softmax is computed for the match's few steps only, when it completes.
 
-A second pass (:mod:`captioner.asr.hotword_respell`, run by ``MoonshineModel.decode`` as
+A second pass (:mod:`captioner.asr.moonshine.hotword_respell`, run by ``MoonshineModel.decode`` as
 each word completes) respells a decoded word that sounds like a hotword when the model,
 teacher-forced, agrees: the names the bonus cannot steer because their first token is far
 below the model's own ("Wrightline" for Brightlyne).
@@ -48,8 +48,8 @@ from typing import Sequence
 import numpy as np
 
 from captioner.asr.hotword_list import DEFAULT_BOOST, check_boost
-from captioner.asr.hotword_respell import Respeller
-from captioner.asr.moonshine_tokenizer import END, SPACE_MARK, START, Tokenizer
+from captioner.asr.moonshine.hotword_respell import Respeller
+from captioner.asr.moonshine.tokenizer import END, SPACE_MARK, START, Tokenizer
 
 #: Words decoded after a hotword completed before it gets a bonus to start again.
 REENTRY_WORDS = 8
@@ -68,7 +68,7 @@ KEEP_FACTOR = 2.5
 #: choice stands there. Each try costs a decoder step; measured on ``bench/hotwords.py``
 #: (boost 6, before the second pass): 1 try 53 % recall and 1.13x decoder steps with 500
 #: unrelated words on ordinary speech, 2: 59 % and 1.23x, 3: 62 % and 1.27x, unlimited: 64 %
-#: and 1.37x. With the second pass (:mod:`captioner.asr.hotword_respell`, 2026-12-02): 1 try
+#: and 1.37x. With the second pass (:mod:`captioner.asr.moonshine.hotword_respell`, 2026-12-02): 1 try
 #: 73.0 %, 2 and 3 tries both 81.1 % (2: 219 decoder runs against 159 without a list, 3: 232).
 MAX_TRIES = 2
 #: Decoder steps a clip may spend again after give-backs, as a share of its token budget
@@ -228,7 +228,7 @@ class Biasing:
 
     def respelled(self, start: int, end: int, first: int) -> None:
         """The tokens from ``start`` on became a hotword's spelling ending at ``end``, first
-        token ``first`` (:mod:`captioner.asr.hotword_respell`): any open match is dropped and
+        token ``first`` (:mod:`captioner.asr.moonshine.hotword_respell`): any open match is dropped and
         the hotword counts as completed there (no re-entry, no chain)."""
         self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
         self.bans = {p: s for p, s in self.bans.items() if p <= start}

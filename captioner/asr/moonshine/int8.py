@@ -5,7 +5,7 @@ projection, ~39 M weights) to produce one token, so on a CPU a step is bound by 
 bandwidth, not arithmetic: in float (156 MB a step) it took 9-14 ms here. The shipped
 ``decoder_model_merged.ort`` stores each MatMul weight as int8 on one grid per tensor,
 ``W = (q + k) * s`` (int8 ``q``, a float scale ``s`` and a whole-number offset ``k``: its
-``Cast -> Mul -> Add``), which :mod:`~captioner.asr.moonshine_prepare` folds into float.
+``Cast -> Mul -> Add``), which :mod:`~captioner.asr.moonshine.prepare` folds into float.
 
 :func:`quantize_decoder` rewrites the folded decoder so that every weight MatMul is ONNX
 Runtime's ``MatMulNBits`` (contrib op, ``bits=8``) holding exactly the shipped integers
@@ -14,7 +14,7 @@ gathers rows of the same integers (``(q - zero point) * s``, the float weights b
 up to one rounding). With ``accuracy_level=4`` ONNX Runtime quantizes the activations to
 int8 per block of :data:`BLOCK` values and multiplies in int8 (AVX2/AVX-512/NEON kernels
 in MLAS); that is the only difference from the float graph, and it needs the weights
-prepacked (:func:`~captioner.asr.moonshine_model.session_options`).
+prepacked (:func:`~captioner.asr.moonshine.ort_options.session_options`).
 
 Measured 2026-12-06 on the 2-core development machine (one intra-op thread), the 48
 readings of ``bench/voice_sets.py`` set 1 (its 24 lines, as cut and framed):
@@ -48,7 +48,7 @@ ACCURACY_LEVEL = 4
 #: (largest error over largest magnitude); the shipped weights are within 1e-6.
 GRID_TOLERANCE = 1e-5
 #: The token embedding (the folded decoder keeps one copy, transposed, shared by the lookup
-#: and the output projection: :func:`~captioner.asr.moonshine_prepare._share_embedding`).
+#: and the output projection: :func:`~captioner.asr.moonshine.prepare._share_embedding`).
 EMBEDDING = "model.decoder.embed_tokens.weight_transposed"
 
 
@@ -158,7 +158,7 @@ def int8_copy(model):
     import onnx
     import onnxruntime as ort
 
-    from captioner.asr.moonshine_model import session_options
+    from captioner.asr.moonshine.ort_options import session_options
 
     copy = onnx.ModelProto()
     copy.CopyFrom(model)

@@ -51,7 +51,7 @@ completion ("meeting") (0.28, p50 0.78 s, p95 1.98 s), and showing a not yet agr
 (not the last) whose lowest token log-probability is >= -0.05 (0.36, p95 1.71 s: a word the
 model is sure of in one re-decode is still rewritten by the next one a quarter of the time).
 
-Only what is *shown* changes: LocalAgreement (:mod:`captioner.asr.agreement`) still decides
+Only what is *shown* changes: LocalAgreement (:mod:`captioner.asr.moonshine.agreement`) still decides
 what becomes final, from the full hypotheses, so the final text is the same.
 
 No Qt, no model: plain strings in, plain strings out.
@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from captioner.asr.agreement import norm_word
+from captioner.asr.moonshine.agreement import norm_word
 
 #: Audio older than this (s before the end of the decoded clip, by the word's estimated end)
 #: is shown even when two re-decodes do not agree on it yet; None: never (see the module

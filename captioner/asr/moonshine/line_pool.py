@@ -1,12 +1,13 @@
 """Completed lines decoded on a small pool of threads while the stream goes on (a file, issue 30.3).
 
-A line-cutting backend (the default model, :mod:`captioner.asr.moonshine`) decodes each
+A line-cutting backend (the default model, :mod:`captioner.asr.moonshine.backend`) decodes each
 completed line as one clip, and that decode is most of a file's CPU time. The text of a line
 depends only on the line's own audio, so two lines can be read at once on two cores. In the
 file path (``captioner transcribe``, no partials) the backend therefore hands a completed
-line to a :class:`LinePool` and puts a :class:`PendingLine` in the step's events where the
-line's events would have been; the engine goes on cutting the next chunks meanwhile. The
-session turns every ``PendingLine`` back into the line's events (:func:`resolve_lines`) in
+line to a :class:`LinePool` and puts a :class:`~captioner.asr.base.PendingLine` in the step's
+events where the line's events would have been; the engine goes on cutting the next chunks
+meanwhile. The session turns every ``PendingLine`` back into the line's events
+(:func:`~captioner.asr.base.resolve_lines`, part of the backend contract) in
 stream order, just before its turn rules see them (``StreamingSession._post``), so the events
 are exactly those of decoding each line in place: same texts, same times, same order.
 
@@ -15,7 +16,7 @@ where the last final ended) is only read and written by the ``PendingLine`` cont
 which run one after the other in stream order on the session's consumer thread.
 
 ONNX Runtime's ``run`` releases the GIL and one session takes concurrent calls; each decode
-runs on one intra-op thread (``moonshine_model.session_options``), so two decodes use two
+runs on one intra-op thread (``ort_options.session_options``), so two decodes use two
 cores instead of sharing one.
 """
 
@@ -23,12 +24,10 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 
-from captioner.events import Event, with_source
 from captioner.native_calls import model_call
 
 #: Decode threads (measured 2026-12-02 on 2 cores, ``bench/transcribe_rtf.py``).
@@ -39,49 +38,11 @@ WORKERS = 2
 MAX_PENDING = 4
 
 
-@dataclass(eq=False)
-class PendingLine:
-    """A completed line being decoded: stands in a step's events for the line's events.
-
-    Attributes:
-        future: resolves to the line's text (or raises the model's error).
-        finish: ``finish(text) -> list[Event]``: the line's events given its text; call it in
-            stream order (it updates the session's join state).
-    """
-
-    future: Future
-    finish: Callable[[str], list[Event]]
-
-    def events(self) -> list[Event]:
-        """Wait for the text and return the line's events.
-
-        Raises:
-            Exception: what the decode raised (``BackendError`` for a model failure).
-        """
-        return self.finish(self.future.result())
-
-
-def resolve_lines(events: Iterable[Event | PendingLine], source: str) -> list[Event]:
-    """``events`` with every :class:`PendingLine` replaced by its events (waiting for each in
-    order), all labelled with ``source``.
-
-    Raises:
-        Exception: what a line's decode raised.
-    """
-    out: list[Event] = []
-    for ev in events:
-        if isinstance(ev, PendingLine):
-            out += [with_source(e, source) for e in ev.events()]
-        else:
-            out.append(ev)
-    return out
-
-
 class LinePool:
     """Runs ``read(clip, at_end) -> str`` for completed lines on ``workers`` threads.
 
     Args:
-        read: the line reader (:meth:`captioner.asr.line_framing.LineReader.read`); safe to
+        read: the line reader (:meth:`captioner.asr.moonshine.line_framing.LineReader.read`); safe to
             call from several threads at once.
         workers: decode threads.
         max_pending: lines submitted and not yet decoded before :meth:`submit` waits.

@@ -35,7 +35,7 @@ reading turns out sure), so both cores read until the line's last reading ends
 (each of the others) on this 2-core machine, so a line read five times cannot have its final
 sooner than ~0.7 s after it is cut on two cores, whatever the schedule (``bench/reading_cost.py``).
 The file path (``captioner transcribe``) reads two lines at once instead
-(:mod:`captioner.asr.line_pool`) and reads each line's framings in turn.
+(:mod:`captioner.asr.moonshine.line_pool`) and reads each line's framings in turn.
 
 No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_scored``).
 """
@@ -51,7 +51,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from captioner.asr.base import DecodeCancelled
-from captioner.asr.repeats import collapse_repeats
+from captioner.asr.moonshine.repeats import collapse_repeats
 from captioner.native_calls import model_call
 
 #: Silence before (s) the second framing of a line.
@@ -219,7 +219,7 @@ class LineReader:
         here; once the reading as cut is unsure, the retimed readings start on the helpers too,
         without waiting for the framed one (they are cancelled if it turns out sure), so the
         helpers' two threads stay busy until the line's last reading ends. Returns the text
-        before :func:`~captioner.asr.repeats.collapse_repeats`."""
+        before :func:`~captioner.asr.moonshine.repeats.collapse_repeats`."""
         sr = self.sample_rate
         second = self._start_helper(framed(clip, sr), kw)
         further: list[tuple[Future, threading.Event]] = []
@@ -299,7 +299,7 @@ class LineReader:
         """A Stop was asked (any thread; idempotent): ``after`` seconds from now, a line keeps
         the readings it already has. A line being read then keeps its reading as cut (or the
         surest of those done); its further readings are cancelled at their next decoder step
-        or not started, so the pending lines of a file (:mod:`captioner.asr.line_pool`) end
+        or not started, so the pending lines of a file (:mod:`captioner.asr.moonshine.line_pool`) end
         within about one reading each (measured 2026-12-06: Ctrl-C in ``captioner transcribe``
         waited 3.3 s for four lines' five readings). Every line still gets its words;
         :meth:`resume` undoes it."""

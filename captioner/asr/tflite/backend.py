@@ -26,15 +26,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from captioner.asr.base import Backend, BackendError, StepResult, StepRow
-from captioner.asr.tflite_meta import (
-    TFLiteModelError,
-    TFLiteModelInfo,
-    beam_score_inputs,
-    order_tensors,
-    pair_states,
-    read_tflite_info,
-)
-from captioner.asr.tflite_runtime import make_interpreter
+from captioner.asr.tflite.errors import TFLiteModelError
+from captioner.asr.tflite.meta import TFLiteModelInfo, read_tflite_info
+from captioner.asr.tflite.signature import beam_score_inputs, order_tensors, pair_states
+from captioner.asr.tflite.runtime import make_interpreter
 from captioner.events import TextDelta
 
 #: Score of a dead beam hypothesis in the initial state (tensorflowasr ``get_initial_beam_state``).

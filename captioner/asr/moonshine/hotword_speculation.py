@@ -1,6 +1,6 @@
 """Hotword speculation: a steered hotword's next step runs in one decoder batch beside the plain path's.
 
-With a hotword list (:mod:`captioner.asr.hotwords`) the bonus often steers a hotword's first
+With a hotword list (:mod:`captioner.asr.moonshine.hotwords`) the bonus often steers a hotword's first
 token in where the model itself would write another word, and most such matches are given back
 a token or two later (the model does not follow the hotword), resuming from the plain path. While
 a steered match is open, :class:`Speculation` therefore runs the plain path's next step in the
@@ -9,12 +9,12 @@ usual give-back finds the plain steps already done (issue 28: decoder runs with 
 words 1.29x -> 1.16x of no list, same tokens).
 
 A batch of 2 costs ~1.1 single steps only with the decoder's MatMul weights prepacked (without,
-~2.3). The 8-bit decoder (:mod:`~captioner.asr.moonshine_int8`) is always prepacked: a batch
+~2.3). The 8-bit decoder (:mod:`~captioner.asr.moonshine.int8`) is always prepacked: a batch
 of 2 there costs ~1.2 single steps, of 3 ~1.5 (measured 2026-12-06: 6.9 / 8.2 / 10.4 ms). A
 float decoder (a CPU without fast int8 kernels) pays ~57 MB of resident memory for it, so
-:class:`~captioner.asr.moonshine_model.MoonshineModel` prepacks a float decoder only once a
-hotword list is set (:meth:`~captioner.asr.moonshine_model.MoonshineModel.hotwords`, issue 40). The decoder is the default model's merged decoder on ONNX Runtime (graph: see
-:mod:`captioner.asr.moonshine_model`); the state is one reading's, never shared between threads.
+:class:`~captioner.asr.moonshine.model.MoonshineModel` prepacks a float decoder only once a
+hotword list is set (:meth:`~captioner.asr.moonshine.model.MoonshineModel.hotwords`, issue 40). The decoder is the default model's merged decoder on ONNX Runtime (graph: see
+:mod:`captioner.asr.moonshine.model`); the state is one reading's, never shared between threads.
 """
 
 from __future__ import annotations
@@ -65,14 +65,14 @@ class Speculation:
         """After ``token`` was appended to ``tokens`` (chosen from the biased logits ``chosen``
         ``[V]``, with ``outs`` the outputs that scored it): when a steered hotword starts at it or
         goes on through it, run the next step of ``tokens`` in one batch with the plain path's
-        (and at a start the place's second try, :meth:`~captioner.asr.hotwords.Biasing.next_try`)
+        (and at a start the place's second try, :meth:`~captioner.asr.moonshine.hotwords.Biasing.next_try`)
         and return the outputs of ``tokens``' next step; None when nothing was run (the caller
-        runs the step itself). ``biasing``: the reading's :class:`~captioner.asr.hotwords.Biasing`.
+        runs the step itself). ``biasing``: the reading's :class:`~captioner.asr.moonshine.hotwords.Biasing`.
 
         Raises:
             Exception: ONNX Runtime's own, when the decoder fails.
         """
-        from captioner.asr.moonshine_tokenizer import END
+        from captioner.asr.moonshine.tokenizer import END
 
         pos = len(tokens) - 1
         if biasing.started(pos) and tuple(tokens) not in self.spare:  # (a second try's start: run with the first)

@@ -2,7 +2,7 @@
 
 The default model re-reads its open line every ~0.3 s and reads a completed line once or twice
 more; each reading mostly repeats the one before. :meth:`MoonshineModel.decode
-<captioner.asr.moonshine_model.MoonshineModel.decode>` takes that earlier reading as a *draft*:
+<captioner.asr.moonshine.model.MoonshineModel.decode>` takes that earlier reading as a *draft*:
 the decoder scores a run of draft tokens at every position in one run, and the reading keeps
 the longest prefix that greedy decoding itself would choose (:func:`accepted`), so the text is
 the same as step by step. Where the reading leaves the draft (a word read differently: "Good
