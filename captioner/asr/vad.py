@@ -53,10 +53,11 @@ def silero_model_path() -> str:
 
 
 
-def small_session(path: str):
-    """An ONNX Runtime session of the small model at ``path`` (Silero VAD, smart-turn): one
-    intra-op thread, no inter-op pool, the arena off (activations back to ``malloc`` after each
-    run, which :mod:`captioner.heap` makes give big ones back).
+def small_session(path: str | bytes):
+    """An ONNX Runtime session of the small model at ``path``, a file or its bytes (Silero VAD,
+    smart-turn, the speaker encoders): one intra-op thread, no inter-op pool, the arena off
+    (activations back to ``malloc`` after each run, which :mod:`captioner.heap` makes give big
+    ones back).
 
     Raises:
         Exception: ONNX Runtime's own, when the file is missing or corrupt.

@@ -296,7 +296,6 @@ class CampplusEncoder:
 
     Args:
         model: a prepared graph (path or bytes); default :func:`prepared_model`.
-        threads: onnxruntime intra-op threads (1: the decoder keeps the other core).
 
     Raises:
         SpeakerModelError: the model cannot be found, built or loaded.
@@ -306,16 +305,12 @@ class CampplusEncoder:
     #: which thresholds fit its similarities (:data:`captioner.speakers.clustering.THRESHOLDS`)
     kind = "campplus"
 
-    def __init__(self, model: str | bytes | None = None, threads: int = 1) -> None:
-        import onnxruntime as ort
+    def __init__(self, model: str | bytes | None = None) -> None:
+        from captioner.asr.vad import small_session
 
         graph = model if model is not None else prepared_model()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.enable_cpu_mem_arena = False  # activations back to malloc each run (captioner.heap)
         try:
-            self._session = ort.InferenceSession(graph, opts, providers=["CPUExecutionProvider"])
+            self._session = small_session(graph)  # one thread (the decoder keeps the other core), arena off
         except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
             raise SpeakerModelError(f"cannot load the CAM++ speaker model: {exc}") from exc
 
