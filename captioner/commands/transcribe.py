@@ -47,11 +47,11 @@ from captioner.commands.backend_options import (
 from captioner.engine.batcher import BatchEngine
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
-from captioner.events import Notice
+from captioner.events import Notice, TextDelta, TurnBoundary
 from captioner.speakers.registry import new_registry
 from captioner.speakers.tracker import make_tracker
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.model import Transcript
+from captioner.transcript.model import SpeakerRename, Transcript
 from captioner.transcript.writers import FORMATS
 
 #: Files longer than this (s) get progress lines on stderr.
@@ -224,7 +224,8 @@ class _Recorded:
         return getattr(self._live, name)
 
     def add(self, event):
-        self.events.append(event)
+        if isinstance(event, (TextDelta, TurnBoundary, SpeakerRename)):  # what a transcript is built of
+            self.events.append(event)
         return self._live.add(event)
 
     def relabelled(self, registry) -> Transcript:
