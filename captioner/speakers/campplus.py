@@ -47,7 +47,7 @@ from typing import Sequence
 
 import numpy as np
 
-from captioner.speakers.graph_cache import cache_base, cached_graph
+from captioner.speakers.graph_cache import cache_base, cached_graph, open_session
 from captioner.speakers.torch_checkpoint import SpeakerModelError, read_checkpoint
 
 #: Bump when the graph recipe changes (old cached graphs are then ignored).
@@ -306,13 +306,7 @@ class CampplusEncoder:
     kind = "campplus"
 
     def __init__(self, model: str | bytes | None = None) -> None:
-        from captioner.asr.vad import small_session
-
-        graph = model if model is not None else prepared_model()
-        try:
-            self._session = small_session(graph)  # one thread (the decoder keeps the other core), arena off
-        except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
-            raise SpeakerModelError(f"cannot load the CAM++ speaker model: {exc}") from exc
+        self._session = open_session(model if model is not None else prepared_model(), "the CAM++ speaker model")
 
     def embed_feats(self, feats: np.ndarray) -> np.ndarray:
         """``[B, T, 80] float32`` :func:`fbank` rows of equal length -> ``[B, 192] float32``."""

@@ -91,6 +91,24 @@ def speaker_id(n: int) -> str:
     return f"Speaker {n}"
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def weighted_sums(labelled, least_s: float = 0.0) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """``({id: sum of embedding x speech s}, {id: speech s})`` of ``(embedding, speech s, id)``
+    triples, leaving out those without an embedding or an id, or with less than ``least_s`` of
+    speech; an id's centroid is its sum L2-normalised."""
+    sums: dict[str, np.ndarray] = {}
+    weights: dict[str, float] = {}
+    for emb, speech_s, ident in labelled:
+        if emb is None or not ident or speech_s < least_s:
+            continue
+        sums[ident] = sums.get(ident, 0.0) + np.asarray(emb, np.float32) * speech_s
+        weights[ident] = weights.get(ident, 0.0) + speech_s
+    return sums, weights
+
+
 @dataclass
 class _Speaker:
     ident: str
@@ -187,27 +205,22 @@ class SpeakerClusters:
             s.weight_s = w + speech_s
         return Decision(s.ident, sim)
 
-    def rebuild(self, labelled: list[tuple[np.ndarray, float, str]]) -> None:
+    def rebuild(self, labelled: list[tuple[np.ndarray | None, float, str]]) -> None:
         """Centroids again from stretches as the second pass labelled them (``(embedding, speech
         seconds, id)``; stretches of less than :data:`MIN_UPDATE_S` do not count): a speaker the
-        pass folded into another has none left and is dropped, so it attracts no new stretch."""
-        sums: dict[str, np.ndarray] = {}
-        weights: dict[str, float] = {}
-        for emb, speech_s, ident in labelled:
-            if emb is None or speech_s < MIN_UPDATE_S or not ident:
-                continue
-            sums[ident] = sums.get(ident, 0.0) + np.asarray(emb, np.float32) * speech_s
-            weights[ident] = weights.get(ident, 0.0) + speech_s
+        pass folded into another has none left and is dropped, so it attracts no new stretch; one
+        it named afresh is added (and counted in :attr:`opened`)."""
+        sums, weights = weighted_sums(labelled, MIN_UPDATE_S)
         kept = []
         for s in self.speakers:
             if s.ident in sums:
-                v = sums.pop(s.ident)
-                s.centroid = (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
-                s.weight_s = weights[s.ident]
+                s.centroid, s.weight_s = _unit(sums.pop(s.ident)), weights[s.ident]
                 kept.append(s)
         for ident, v in sums.items():  # a cluster the pass named afresh
-            kept.append(_Speaker(ident, (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32),
-                                 weights[ident], weights[ident]))
+            kept.append(_Speaker(ident, _unit(v), weights[ident], weights[ident]))
+            number = ident.rsplit(" ", 1)[-1]
+            if number.isdigit():
+                self.opened = max(self.opened, int(number))
         self.speakers = kept
 
     def __len__(self) -> int:

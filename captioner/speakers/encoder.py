@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from captioner.speakers.graph_cache import open_session
 from captioner.speakers.prepare import HOP, N_FFT, SpeakerModelError, prepared_model
 
 #: 1.6 s partial windows (Resemblyzer's ``partials_n_frames``), hop of half a window.
@@ -66,13 +67,7 @@ class VoiceEncoder:
     kind = "ge2e"
 
     def __init__(self, model: str | bytes | None = None) -> None:
-        from captioner.asr.vad import small_session
-
-        graph = model if model is not None else prepared_model()
-        try:
-            self._session = small_session(graph)  # one thread (the decoder keeps the other core), arena off
-        except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
-            raise SpeakerModelError(f"cannot load the speaker model: {exc}") from exc
+        self._session = open_session(model if model is not None else prepared_model(), "the speaker model")
 
     def embed_frames(self, windows: Sequence[np.ndarray]) -> np.ndarray:
         """Embeddings of power-spectrogram windows (each ``[t_i, 201]``, ``t_i >= 1``), one batch.

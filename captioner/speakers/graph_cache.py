@@ -69,4 +69,19 @@ def cache_base() -> Path:
     return Path(platformdirs.user_cache_dir("captioner"))
 
 
-__all__ = ["cache_base", "cached_graph"]
+def open_session(graph: str | bytes, what: str):
+    """An ONNX Runtime session of a prepared graph (a path or its bytes): one thread, arena off
+    (:func:`captioner.asr.vad.small_session`; the decoder keeps the other core).
+
+    Raises:
+        SpeakerModelError: the graph cannot be loaded (``what`` names the model in the message).
+    """
+    from captioner.asr.vad import small_session
+
+    try:
+        return small_session(graph)
+    except Exception as exc:  # onnxruntime raises its own exception types for corrupt files
+        raise SpeakerModelError(f"cannot load {what}: {exc}") from exc
+
+
+__all__ = ["cache_base", "cached_graph", "open_session"]

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from captioner.events import Notice, SpeakerFix
-from captioner.speakers.clustering import SpeakerClusters, thresholds_for
+from captioner.speakers.clustering import SpeakerClusters, thresholds_for, weighted_sums
 from captioner.speakers.options import SpeakerOptions
 from captioner.speakers.recluster import Stretch, relabel
 
@@ -46,8 +46,8 @@ class SpeakerRegistry:
 
     Args:
         options: ``max_speakers``.
-        load: builds the encoder (default :class:`~captioner.speakers.encoder.VoiceEncoder`);
-            called once on a background thread started here.
+        load: builds the encoder (default: CAM++, else GE2E, :func:`_default_encoder`); called
+            once on a background thread started here.
         vad: builds the voice-activity model that tells speech from music and noise
             (default: the shared Silero VAD, :func:`captioner.asr.vad.silero_vad`); returning
             ``None`` or raising keeps every stretch found by level.
@@ -133,23 +133,19 @@ class SpeakerRegistry:
             return []
         new = relabel(window, self.max_speakers, fresh_from=self.clusters.opened + 1)
         settled = len(window) - (0 if force else CORRECT_SETTLED)
-        cents = _centroids([(st.embedding, st.speech_s, ident) for st, ident in zip(window, new)])
-        old_sums = _centroids([(st.embedding, st.speech_s, st.speaker) for st in window], normalise=False)
+        new_sums, _ = weighted_sums([(st.embedding, st.speech_s, ident) for st, ident in zip(window, new)])
+        old_sums, _ = weighted_sums([(st.embedding, st.speech_s, st.speaker) for st in window])
         fixes = []
         for i, (st, ident) in enumerate(zip(window, new)):
             if i >= settled or not ident or ident == st.speaker or st.fixed or st.embedding is None:
                 continue
-            sim_new = float(st.embedding @ cents.get(ident, 0 * st.embedding))
-            rest = old_sums.get(st.speaker, 0 * st.embedding) - st.embedding * st.speech_s  # leave it out
-            sim_old = float(st.embedding @ rest) / max(float(np.linalg.norm(rest)), 1e-12)
+            sim_new = _cosine(st.embedding, new_sums.get(ident, 0 * st.embedding))
+            # its old speaker's centroid without it (it would vouch for its own label)
+            sim_old = _cosine(st.embedding, old_sums.get(st.speaker, 0 * st.embedding) - st.embedding * st.speech_s)
             if sim_new >= self.clusters.thresholds.same_from and sim_new >= sim_old - CORRECT_MARGIN:
                 st.speaker, st.fixed = ident, True
                 fixes.append(SpeakerFix(st.start, st.end, ident, st.source))
         if fixes:
-            for ident in {f.speaker for f in fixes}:
-                number = ident.rsplit(" ", 1)[-1]
-                if number.isdigit():
-                    self.clusters.opened = max(self.clusters.opened, int(number))
             self.clusters.rebuild([(st.embedding, st.speech_s, st.speaker) for st in window])
         return fixes
 
@@ -191,16 +187,8 @@ def _default_encoder():
             raise SpeakerModelError(f"{first}; and the fallback: {second}") from second
 
 
-def _centroids(labelled, normalise: bool = True) -> dict[str, np.ndarray]:
-    """``{id: L2-normalised speech-weighted mean embedding}`` of ``(embedding, speech s, id)``
-    (``normalise=False``: the weighted sums)."""
-    sums: dict[str, np.ndarray] = {}
-    for emb, speech_s, ident in labelled:
-        if emb is not None and ident:
-            sums[ident] = sums.get(ident, 0.0) + np.asarray(emb, np.float32) * speech_s
-    if not normalise:
-        return sums
-    return {k: (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32) for k, v in sums.items()}
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b) / max(float(np.linalg.norm(a)) * float(np.linalg.norm(b)), 1e-12)
 
 
 def new_registry(options: SpeakerOptions | None) -> SpeakerRegistry | None:

@@ -11,10 +11,11 @@ backend (built-in, Audio8, TFLite, remote):
    by level), keeping those Silero VAD heard as a voice while the audio was fed
    (:class:`~captioner.speakers.voicing.VoicedWindows`: a line a backend made of music or noise
    opens no speaker);
-2. each stretch is embedded (GE2E, :class:`~captioner.speakers.encoder.VoiceEncoder`, one
-   model call per line); at each pause with at least :data:`MIN_SIDE_S` of speech on both
+2. each stretch is embedded (CAM++, :class:`~captioner.speakers.campplus.CampplusEncoder`; GE2E
+   where it is missing); at each pause with at least :data:`MIN_SIDE_S` of speech on both
    sides, the speech before and after are compared: where they are least alike and either
-   less similar than :attr:`~captioner.speakers.clustering.Thresholds.change_below` or each confidently a different known speaker,
+   less similar than the encoder's ``change_below``
+   (:class:`~captioner.speakers.clustering.Thresholds`) or each confidently a different known speaker,
    the line is cut there (text by :func:`~captioner.speakers.stretches.split_text`), and
    each side is tried once more;
 3. each piece goes to a speaker by :class:`~captioner.speakers.clustering.SpeakerClusters`
@@ -22,7 +23,8 @@ backend (built-in, Audio8, TFLite, remote):
    :data:`SHORT_S` of speech of its own (token-by-token backends, the live path's early
    commits, a "Yes.") is judged on up to :data:`CONTEXT_S` of the utterance it belongs to
    (speech joined to it across pauses under :data:`UTTERANCE_GAP_S`, before and after),
-   and an unsure one keeps the previous speaker.
+   an unsure one keeps the previous speaker, and one with too little voice to tell is
+   :data:`~captioner.speakers.clustering.UNSURE`.
 
 The speaker model loads on a background thread when the run starts
 (:class:`~captioner.speakers.registry.SpeakerRegistry`, which also keeps every labelled stretch
@@ -66,6 +68,8 @@ MIN_SIDE_S = 0.6
 #: Least share of a stretch's 32 ms windows that Silero VAD must call speech (p >= 0.5) for it to
 #: count as a voice: music, noise and tones are as loud as speech but must open no speaker.
 VOICED_SHARE = 0.3
+
+
 class _Ring:
     """The last ``capacity`` samples of a stream, addressed by stream sample index."""
 
@@ -149,7 +153,7 @@ class SpeakerTracker:
         every stretch now settled (:meth:`SpeakerRegistry.corrections`)."""
         if self.registry.encoder(0) is None:
             return []
-        return list(self.registry.corrections(force=True))
+        return self.registry.corrections(force=True)
 
     # -- internals -----------------------------------------------------------------------------
     def _label(self, ev: TextDelta) -> list[Event]:

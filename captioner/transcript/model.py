@@ -315,15 +315,18 @@ class Transcript:
         hi = bisect.bisect_right(self._keys, (fix.end, self._count))
         for i in range(hi - 1, -1, -1):
             seg = self._closed[i]
-            if seg.end < fix.start - self.max_segment_s:  # sorted by start: nothing earlier can overlap
+            # sorted by start, and a segment spans at most max_segment_s (plus its last delta):
+            # nothing that starts this much earlier reaches the fix
+            if seg.start < fix.start - 2 * self.max_segment_s:
                 break
             if seg.source == fix.source and seg.speaker != fix.speaker and inside(seg.start, seg.end):
                 self._closed[i] = replace(seg, speaker=fix.speaker)
                 changed.append(self._closed[i])
         seg = self._open.get(fix.source)
-        if seg is not None and seg.speaker != fix.speaker and inside(seg.start, seg.end):
+        open_fixed = seg is not None and seg.speaker != fix.speaker and inside(seg.start, seg.end)
+        if open_fixed:
             seg.speaker = fix.speaker
-        if (changed or seg is not None) and fix.speaker not in self._speakers:
+        if (changed or open_fixed) and fix.speaker not in self._speakers:
             self._speakers.append(fix.speaker)
         return changed[::-1]
 
