@@ -138,6 +138,8 @@ def test_stop_while_loading_cancels_the_start(qtbot, cleanup):
         ctl.stop()
         release.set()
     qtbot.waitUntil(lambda: ctl.state == "idle", timeout=5000)
+    # the load, released after the stop, ends on its own thread: "stopped" does not wait for it
+    qtbot.waitUntil(lambda: len(record["backends"]) == 1, timeout=5000)
     assert record["pipelines"] == [] and len(record["backends"]) == 1  # loaded, kept for the next start
 
 
