@@ -22,6 +22,14 @@ with no list and with :data:`RARE` as the list, for each boost in ``--boosts``:
 
     python bench/hotwords.py --out bench/results/hotwords
 
+``--readings`` measures the line path instead (issue 48.1): ``captioner transcribe`` -- every
+line read as cut, framed and retimed, the surest reading kept -- of clips of nine names each,
+espeak-ng and neural voices, with no list, the clip's list, another clip's list and the
+unrelated list, by ``--before-rev``'s code and this tree side by side
+(:mod:`bench.hotword_readings`)::
+
+    python bench/hotwords.py --readings --before-rev HEAD --out bench/results/hotwords_readings
+
 Prints JSON and writes ``OUT.json``; records ``os.getloadavg()`` (the machine is shared).
 """
 
@@ -319,7 +327,18 @@ def main() -> None:
     p.add_argument("--quality-only", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help="write OUT.json")
     p.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--readings", action="store_true",
+                   help="the line path (captioner transcribe, every reading) on clips of names "
+                        "(bench/hotword_readings.py)")
+    p.add_argument("--clips", default="", help="with --readings: comma-separated clip names (default: all)")
     args = p.parse_args()
+    if args.readings:
+        sys.path.insert(0, str(ROOT))
+        from bench.hotword_readings import run
+
+        run(args.before_rev, [n for n in args.clips.split(",") if n], ("none", "names", "wrong", "unrelated"),
+            args.out)
+        return
     if args.child is not None:
         print(json.dumps(timing_child(args.child, args.repeats)))
         return

@@ -40,9 +40,20 @@ directory); ``after`` the working tree; ``gui`` the working tree through the Qt 
 ``dual`` two meetings at once (microphone + system audio: two sessions on one backend);
 ``words`` the working tree with a list of ``--hotwords`` invented hotwords (``bench/hotwords.py``'s
 ``synthetic_words``, none of them said); ``speakers`` the working tree with speaker attribution on
-the played file (``--speakers auto``, issue 38). Names join with ``-``: ``before-dual`` and
-``before-words`` are those runs on the ``before`` code (issue 40's memory side by side:
-``--runs before,after,before-dual,dual,before-words,words``).
+the played file (``--speakers auto``, issue 38); ``sounds`` the working tree with sound captions on
+(YAMNet beside the model, issue 49). ``busy`` keeps another process spinning on one
+core for the whole run (issue 48.3: a video call takes a core; :data:`SPIN`, pinned with
+``os.sched_setaffinity`` and in a session of its own, the captioner left free on both cores;
+``busy_core`` in the JSON says how much of the core it took), and ``--busy-core`` does that for
+every run; ``--nice -10`` (root) runs each captioner and spinner above other people's jobs on a
+shared machine (:func:`reniced`). Names join with ``-``: ``before-dual`` and ``before-words`` are
+those runs on the ``before`` code (issue 40's memory side by side:
+``--runs before,after,before-dual,dual,before-words,words``; issue 48.3's busy core:
+``--runs before,nobudget,after,before-busy,nobudget-busy,busy --one-pass``, where ``nobudget`` is
+the working tree with the line reader's :class:`~captioner.asr.moonshine.reading_budget.ReadingBudget`
+off). ``waiting_audio_s`` is the audio waiting to be read, sampled every 0.1 s (p50/p95/max);
+``readings`` what the line reader started and left out; ``other_cores`` how many cores the rest of
+the machine took meanwhile; ``--one-pass`` adds the one-pass WER that live WER is held against.
 Writes ``OUT.json`` and ``OUT.png``.
 """
 
@@ -182,6 +193,33 @@ def shown_latency(records, word_ends: dict[str, list[float]]) -> list[float]:
     return [t - end for src, ends in word_ends.items() for t, end in zip(shown.get(src, []), ends) if t is not None]
 
 
+#: Seconds between two samples of the audio waiting to be read (``waiting_audio_s``).
+WAIT_SAMPLE_S = 0.1
+
+
+def reader_counts(backend) -> dict | None:
+    """What the default model's line reader did over the run (None for another backend or a
+    revision without these counters): readings started on the helpers, cancelled, left out
+    late, and left out by the load-aware reading budget (issue 48.3)."""
+    reader = getattr(backend, "_reader", None)
+    if reader is None:
+        return None
+    names = ("started_at_once", "cancelled", "late", "shed_framed", "shed_retimed", "capped")
+    out = {name: getattr(reader, name) for name in names if isinstance(getattr(reader, name, None), int)}
+    budget = getattr(reader, "budget", None)
+    levels = getattr(budget, "line_levels", None)
+    if isinstance(levels, dict):
+        out["lines_per_level"] = dict(levels)
+        out["level_changes"] = list(getattr(budget, "changes", []))
+        # per line: (level, audio waiting at its start s, wall s its reading took, unsure, capped)
+        lines = list(getattr(budget, "lines", []))
+        out["lines"] = lines
+        out["line_waiting_at_start_s"] = summary([w for _, w, _, _, _ in lines])
+        out["line_reading_s"] = summary([r for _, _, r, _, _ in lines])
+        out["line_waiting_at_final_s"] = summary([w + r for _, w, r, _, _ in lines])
+    return out
+
+
 def child(args) -> None:
     """Run one configuration and print its JSON on stdout's last line."""
     sys.path.insert(0, args.code)
@@ -209,6 +247,9 @@ def child(args) -> None:
         backend = load_backend("default")
     load_s = time.perf_counter() - t_load
     rss_loaded = rss_mb()
+    reader = getattr(backend, "_reader", None)
+    if args.no_reading_budget and getattr(reader, "budget", None) is not None:
+        reader.budget = None  # every line read in full, as before issue 48.3
     records: list[tuple[float, object]] = []
     lock = threading.Lock()
 
@@ -233,7 +274,16 @@ def child(args) -> None:
             samples.append({"t": round(time.monotonic() - t0, 2), "rss_mb": round(rss_mb(), 1),
                             "backlog_s": round(backlog, 3)})
 
+    waiting: list[float] = []  # audio waiting to be read (s), every WAIT_SAMPLE_S while the run lasts
+
+    def wait_sampler() -> None:
+        while not done.wait(WAIT_SAMPLE_S):
+            live = live_ref.get("live")
+            if live is not None and live.is_running:
+                waiting.append(live.backlog_s())
+
     threading.Thread(target=sampler, name="bench-sampler", daemon=True).start()
+    threading.Thread(target=wait_sampler, name="bench-wait-sampler", daemon=True).start()
     wall0 = time.monotonic()
     cpu0 = thread_cpu()
     if args.gui:
@@ -246,6 +296,10 @@ def child(args) -> None:
             from captioner.speakers.options import parse_speakers
 
             kw["speakers"] = parse_speakers(args.speakers)
+        if args.sounds == "on":
+            from captioner.engine.sound_captions import ON
+
+            kw["sounds"] = ON
         live = LiveCaptioner(backend, sources, on_event, **kw)
         live_ref["live"] = live
         live.start()
@@ -318,6 +372,9 @@ def child(args) -> None:
         # emitted (the re-decoded clip's end, TextDelta.heard); the steady tail's words end earlier
         "partial_update_latency_s": summary(update_lat),
         "backlog_max_s": round(max((s["backlog_s"] for s in samples), default=0.0), 3),
+        # the same backlog sampled every WAIT_SAMPLE_S (the 1 s timeline misses the peak a line's
+        # reading leaves): the audio waiting to be read, p50/p95/max over the run
+        "waiting_audio_s": summary(waiting),
         "dropped_s": round(sum(st.dropped_s for st in last_stats.values()), 3),
         "notices": [n for n in notices if n["code"] not in ("source_ended", "stopped")],
         "rtf": round(engine.busy_s / audio_s, 3) if audio_s else None,
@@ -340,6 +397,7 @@ def child(args) -> None:
         "word_shown_latency_s": summary(shown_latency(records, word_ends)),
         "partials_shed": getattr(budget, "shed", None),
         "partials_granted": getattr(budget, "granted", None),
+        "readings": reader_counts(backend),
         "timeline": samples,
     }
     if args.events_out:
@@ -392,6 +450,92 @@ def export_rev(rev: str, dest: Path) -> Path:
     data = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=data, check=True)
     return dest
+
+
+def one_pass_wer(code: str, wav: str, ref: str) -> dict:
+    """WER of ``captioner transcribe`` (the file path: every line read in full, no partials) of
+    ``wav`` with the code in ``code``, against ``ref``: what a live run's WER is compared with."""
+    import re
+
+    import jiwer
+
+    from tests.speech import normalize_words
+
+    env = dict(os.environ, PYTHONPATH=code)
+    t0 = time.monotonic()
+    cmd = [sys.executable, "-m", "captioner", "transcribe", wav, "--format", "txt", "--speakers", "off"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip()[-300:]}
+    hyp = " ".join(re.sub(r"^\[[0-9:.]+\]\s*", "", line) for line in proc.stdout.splitlines())
+    return {"wer": round(jiwer.wer(normalize_words(ref), normalize_words(hyp)), 4),
+            "wall_s": round(time.monotonic() - t0, 1)}
+
+
+def cpu_busy_s() -> tuple[float, float] | None:
+    """``(busy CPU seconds of the whole machine so far, CPU seconds of this process's waited-for
+    children so far)`` (Linux ``/proc/stat``; None elsewhere): over a run, their differences
+    give how many cores other programs took meanwhile (``other_cores``)."""
+    import resource
+
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    busy = sum(ticks[:3]) + sum(ticks[5:8])  # user nice system, irq softirq steal (not idle, iowait)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return busy / os.sysconf("SC_CLK_TCK"), kids.ru_utime + kids.ru_stime
+
+
+#: The other program of a ``busy`` run: a pure-Python loop at normal priority, pinned to one core
+#: (as a video call takes a core; the captioner's own threads stay free to use both).
+SPIN = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+def start_busy_core(nice: int = 0) -> tuple[subprocess.Popen, int]:
+    """Start the other program of a ``busy`` run (:data:`SPIN`) on the last core this process
+    may use, at niceness ``nice`` (that of the captioner: :func:`reniced`); returns the process
+    and that core's number."""
+    cpu = max(os.sched_getaffinity(0))
+    return subprocess.Popen([sys.executable, "-c", SPIN, str(cpu)], start_new_session=True,
+                            preexec_fn=reniced(nice)), cpu
+
+
+def reniced(nice: int):
+    """A ``preexec_fn`` for a child started in a session of its own (``start_new_session``): its
+    niceness and, where Linux groups the CPU time by session (``sched_autogroup``: then the nice
+    value counts only within a session), its session's, plus ``nice``; None for 0.
+
+    A run's captioner and its spinning process each get a session, as two programs of a desktop
+    do; with ``--nice -10`` (root) both run above the other sessions of a shared machine (a
+    session at niceness 0 then gets about a tenth of a core it shares), so that a run measures
+    "2 cores, one taken by another program" rather than whatever else the machine runs."""
+    if not nice:
+        return None
+
+    def apply() -> None:
+        os.nice(nice)
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(nice))
+        except OSError:  # no autogroup here (or no right): the nice value alone
+            pass
+
+    return apply
+
+
+def stop_busy_core(proc: subprocess.Popen) -> float | None:
+    """End the spinning process; returns the CPU seconds it used (None where /proc cannot say)."""
+    try:
+        with open(f"/proc/{proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        cpu_s = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        cpu_s = None
+    proc.kill()
+    proc.wait()
+    return cpu_s
 
 
 def plot(results: list[dict], path: Path, title: str) -> None:
@@ -456,6 +600,17 @@ def main() -> None:
     ap.add_argument("--hotwords", type=int, default=500,
                     help="words in the list of a 'words' run (default 500; the child: 0 = no list)")
     ap.add_argument("--speakers", default="off", help=argparse.SUPPRESS)  # the child: speaker attribution
+    ap.add_argument("--sounds", default="off", help=argparse.SUPPRESS)  # the child: sound captions (issue 49)
+    ap.add_argument("--one-pass", action="store_true",
+                    help="also give the one-pass WER (captioner transcribe) of the meeting with each code run "
+                         "(before, working tree): what live WER is held against")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="niceness added to each run's captioner and spinning process (root may give -10: "
+                         "they then run above other people's jobs on a shared machine)")
+    ap.add_argument("--no-reading-budget", action="store_true", help=argparse.SUPPRESS)  # the child
+    ap.add_argument("--busy-core", action="store_true",
+                    help="every run with another process spinning on one core (as the 'busy' part of a run "
+                         "name does for that run: --runs before,after,before-busy,busy)")
     args = ap.parse_args()
     if args.child:
         child(args)
@@ -485,13 +640,27 @@ def main() -> None:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--code", code, "--files", files,
                    "--refs", str(tmp / "refs.json"), "--name", run] + (["--gui"] if "gui" in parts else [])
             cmd += ["--hotwords", str(args.hotwords if "words" in parts else 0)]
+            if "nobudget" in parts:  # the working tree with its line reader's budget off (issue 48.3)
+                cmd += ["--no-reading-budget"]
             if "speakers" in parts:  # the file source attributed to speakers, as system audio is (issue 38)
                 cmd += ["--speakers", "auto"]
+            if "sounds" in parts:  # the working tree with sound captions on, as the app runs (issue 49)
+                cmd += ["--sounds", "on"]
             if args.events:
                 cmd += ["--events-out", str(out.with_name(f"{out.name}.{run}.events.jsonl.gz").resolve())]
             env = dict(os.environ, PYTHONPATH=code, QT_QPA_PLATFORM="offscreen")
+            busy = "busy" in parts or args.busy_core
+            spinner, spin_cpu = start_busy_core(args.nice) if busy else (None, None)
             load_before = os.getloadavg()
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code)
+            cpu_before = cpu_busy_s()
+            t_run = time.monotonic()
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code,
+                                      start_new_session=True, preexec_fn=reniced(args.nice))
+            finally:
+                spin_s = stop_busy_core(spinner) if spinner is not None else None
+            run_wall = time.monotonic() - t_run
+            cpu_after = cpu_busy_s()
             try:
                 r = json.loads(proc.stdout.strip().splitlines()[-1])
             except (IndexError, ValueError):
@@ -504,19 +673,40 @@ def main() -> None:
                 r["exit_stderr"] = proc.stderr.strip()[-300:]
             r["loadavg_before"] = [round(x, 2) for x in load_before]
             r["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+            r["nice"] = args.nice  # of the captioner and its spinning process, relative to this script
+            # cores the rest of the machine took during the run (not this run's captioner nor its
+            # spinning process): the other developers' work on a shared machine
+            r["other_cores"] = None if cpu_before is None or cpu_after is None else round(
+                ((cpu_after[0] - cpu_before[0]) - (cpu_after[1] - cpu_before[1])) / run_wall, 2)
+            # the other program of a busy run: which core it was pinned to, and how much of that
+            # core it really took over the run (its CPU seconds per wall second)
+            r["busy_core"] = None if spinner is None else {
+                "what": "a pure-Python spin loop in its own process, nice 0, pinned to one core "
+                        "(os.sched_setaffinity); the captioner unpinned",
+                "cpu": spin_cpu, "cpu_s": spin_s,
+                "share_of_core": None if spin_s is None else round(spin_s / run_wall, 3)}
             if "before" in parts:
                 r["code"] = f"git {args.before_rev}"
             elif r.get("code") == str(ROOT):
                 r["code"] = "working tree"
             results.append(r)
-            brief = {k: r.get(k) for k in ("config", "final_word_latency_s", "partial_latency_s",
+            brief = {k: r.get(k) for k in ("config", "final_line_latency_s", "final_word_latency_s", "partial_latency_s",
                                             "partial_update_latency_s", "word_shown_latency_s",
-                                        "backlog_max_s",
+                                        "backlog_max_s", "waiting_audio_s", "partials_shed", "other_cores",
                                         "dropped_s", "rtf", "wer", "stability", "engine_overhead",
                                         "rss_growth_after_warmup_mb")}
+            brief["readings"] = {k: v for k, v in (r.get("readings") or {}).items() if k != "lines"}
             print(json.dumps(brief), file=sys.stderr)
+        one_pass = {}
+        if args.one_pass:  # after the live runs, with nothing spinning
+            for run_code, name in sorted({(r["code"], "before" if r["code"].startswith("git") else "after")
+                                          for r in results}):
+                path = str(before_dir) if name == "before" else str(ROOT)
+                one_pass[name] = dict(one_pass_wer(path, str(a), refs[str(a)]), code=run_code)
+                print(json.dumps({"one_pass": name, **one_pass[name]}), file=sys.stderr)
     report = {
         "command": "python bench/latency.py " + " ".join(sys.argv[1:]),
+        "one_pass_wer": one_pass or None,
         "minutes": args.minutes,
         "cpu_count": os.cpu_count(),
         "note": "2-core development machine shared with other work: see loadavg per run",
@@ -529,7 +719,9 @@ def main() -> None:
                                     "partial_update_p95": (r.get("partial_update_latency_s") or {}).get("p95"),
                                     "final_line_p95": r["final_line_latency_s"]["p95"],
                                     "erasure": r["stability"]["erasure"], "wer": r["wer"],
-                                    "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"]}
+                                    "backlog_max_s": r["backlog_max_s"], "dropped_s": r["dropped_s"],
+                                    "waiting_audio_p95_max": [(r.get("waiting_audio_s") or {}).get(k)
+                                                              for k in ("p95", "max")]}
                       for r in results}))
 
 

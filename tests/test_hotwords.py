@@ -346,3 +346,168 @@ def test_backend_refuses_a_list_the_model_cannot_use():
 
     with pytest.raises(BackendError, match="cannot spell"):
         ms.MoonshineBackend(model=Refusing(), vad=ScriptedVad(), hotwords=("x",))
+
+
+# -- a line's readings with a list (issue 48.1) -----------------------------------------------
+def _reading(tok, text: str, lp: dict[str, float], rest: float, end: float = -0.05):
+    """``(ids, logprobs)`` of a reading of ``text``: each token of a word in ``lp`` gets that
+    log-probability, every other token ``rest``, and the end token ``end``."""
+    ids: list[int] = []
+    logprobs: list[float] = []
+    for word in text.split():
+        word_ids = tok.encode(SPACE_MARK + word)
+        ids += word_ids
+        logprobs += [lp.get(word.strip(".,:"), rest)] * len(word_ids)
+    return ids, logprobs + [end]
+
+
+def test_spans_are_whole_hotwords_in_either_spelling(tok):
+    tree = HotwordTree(["Siobhan", "Kubernetes"], tok)
+    ids = tok.encode(SPACE_MARK + "call Siobhan about Kubernetes")
+    assert [(tok.decode(ids[s:e]), tree.words[w]) for s, e, w in tree.spans(ids)] == [
+        ("Siobhan", "Siobhan"), ("Kubernetes", "Kubernetes")]
+    assert tree.spans(tok.encode(SPACE_MARK + "call Siobhans")) == []  # a longer word is not the hotword
+    bare = tok.encode("(Siobhan)")  # after punctuation: the spelling without a space
+    assert [(s, e) for s, e, _ in tree.spans(bare)] == [(1, 5)]
+    assert [(s, e) for s, e, _ in tree.spans(tok.encode("Siobhan"))] == [(0, 4)]  # at the start
+
+
+def test_the_choice_prefers_the_steered_reading_when_the_rest_of_it_is_as_sure(tok):
+    from captioner.asr.moonshine.hotwords import reading_score
+    from captioner.asr.moonshine.line_framing import SURE_LOGPROB, surest
+
+    tree = HotwordTree(["Siobhan"], tok)  # boost 6: a steered hotword is kept from -15 nats up
+    # the bonus steered "Siobhan" in: the model alone gave its 4 tokens -3.5 each (-14 nats in all)
+    steered = _reading(tok, "Then call Siobhan and ask about the upgrade.", {"Siobhan": -3.5}, -0.1)
+    plain = _reading(tok, "Then call Shivon and ask about the upgrade.", {"Shivon": -0.9}, -0.15)
+    # counted, the name sinks the reading that has it right (today's mean log-probability)
+    assert np.mean(steered[1]) < np.mean(plain[1]) < SURE_LOGPROB
+    cut = ("Then call Siobhan and ask about the upgrade.", reading_score(*steered, tree))
+    framed = ("Then call Shivon and ask about the upgrade.", reading_score(*plain, tree))
+    assert cut[1] == pytest.approx(np.mean([-0.1] * (len(steered[0]) - 4) + [-0.05]))  # the name left out
+    assert framed[1] == pytest.approx(np.mean(plain[1]))  # no hotword in it: the plain mean
+    assert surest([framed, cut], 3 * 16000)[0] == cut[0]
+    # ... but not when the words around the name are much less sure than the other reading's
+    unsure = _reading(tok, "Then call Siobhan and ask about the upgrade.", {"Siobhan": -3.5}, -0.6)
+    assert surest([framed, ("x", reading_score(*unsure, tree))], 3 * 16000)[0] == framed[0]
+    # ... nor when the model gave the name less than a steered hotword must reach (here a
+    # respelling, which has its own rule): it counts in full
+    far = _reading(tok, "Then call Siobhan and ask about the upgrade.", {"Siobhan": -4.0}, -0.1)
+    assert tree.floor == -15.0 and reading_score(*far, tree) == pytest.approx(np.mean(far[1]))
+
+
+def test_a_hotword_a_reading_repeats_counts_in_full(tok):
+    """"Siobhan: Siobhan: Siobhan:" (a loop the steered name started; each repeat likely to the
+    model) must not win over the reading of what was said by leaving the name's tokens out."""
+    from captioner.asr.moonshine.hotwords import reading_score
+
+    tree = HotwordTree(["Siobhan"], tok)
+    loop = _reading(tok, "Siobhan: Siobhan: Siobhan: Siobhan:", {}, -0.05)
+    loop[1][:4] = [-0.8, -9.9, -1.8, 0.0]  # the first one steered, the repeats sure
+    said = _reading(tok, "Social is flying to Reykjavik on Tuesday.", {}, -0.27)
+    assert reading_score(*loop, tree) == pytest.approx(np.mean(loop[1]))
+    assert reading_score(*loop, tree) < reading_score(*said, tree)
+
+
+@pytest.mark.parametrize("words", [[], [f"Zorvan{i}" for i in range(100)] + ["Siobhan", "Okonkwo"]])
+def test_without_a_list_or_with_one_no_reading_spells_the_score_is_the_plain_mean(tok, words):
+    from captioner.asr.moonshine.hotwords import reading_score
+
+    ids, lp = _reading(tok, "The meeting will start at nine tomorrow morning.", {"nine": -1.3}, -0.2)
+    tree = HotwordTree(words, tok) if words else None
+    assert reading_score(ids, lp, tree) == reading_score(ids, lp) == float(np.mean(lp))  # exactly
+    assert reading_score([], [], tree) == 0.0
+
+
+def test_a_completed_hotword_does_not_start_again_in_its_bare_spelling(tok):
+    """After "Siobhan" and a colon the bare spelling ("S" "io" "b" "han", no space) was not
+    blocked like the spaced one: "Siobhan:Siobhan:Siobhan" looped (seen on a Kokoro voice)."""
+    spaced, bare, colon = tok.encode("▁Siobhan"), tok.encode("Siobhan"), tok.encode(":")[0]
+    the = tok.encode("▁the")[0]
+
+    class Colons(Script):
+        """Babble: "the" is best; after a word, a colon nearly as likely; every Siobhan token,
+        spaced or bare, within the boost."""
+
+        def logits(self, tokens):
+            z = np.full(V, -10.0, np.float32)
+            z[the] = 2.0
+            if tokens and tokens[-1] != colon:
+                z[colon] = 2.5 if tokens[-len(spaced):] in (spaced, bare) else -10.0
+            z[spaced] = -1.0
+            z[bare] = -1.0
+            return z
+
+    tree = HotwordTree(["Siobhan"], tok, boost=MAX_BOOST)
+    out = run(Colons(tok, ""), tree, max_tokens=120)
+    spans = tree.spans(out)
+    assert spans, tok.decode(out)
+    for (_, end, _), (start, _, _) in zip(spans, spans[1:]):  # REENTRY_WORDS words between two
+        assert sum(bool(tree.starts_word[t]) for t in out[end:start]) >= REENTRY_WORDS, tok.decode(out)
+
+
+class _Readings:
+    """A scored model: every reading unsure (so a line is read five times), each call's
+    ``bias`` recorded; cancellable (reads at once live)."""
+
+    cancellable = True
+
+    def __init__(self):
+        import threading
+
+        self.biases: list = []
+        self.lock = threading.Lock()
+
+    def transcribe_scored(self, audio, bias=None, stop=None):
+        with self.lock:
+            self.biases.append(bias)
+        return "Then call Siobhan.", -0.5
+
+    def transcribe(self, audio, bias=None):  # pragma: no cover - transcribe_scored is used
+        raise AssertionError("transcribe_scored should be used")
+
+
+@pytest.mark.parametrize("at_once", [False, True])
+def test_every_reading_of_a_line_decodes_with_the_list(tok, at_once):
+    from captioner.asr.moonshine.line_framing import FURTHER_RATES, LineReader
+
+    tree = HotwordTree(["Siobhan"], tok)
+    model = _Readings()
+    reader = LineReader(model, {"bias": tree}, at_once=at_once)
+    try:
+        assert reader.read(np.zeros(2 * 16000, np.float32)) == "Then call Siobhan."
+    finally:
+        reader.close()
+    assert len(model.biases) == 2 + len(FURTHER_RATES) and all(b is tree for b in model.biases)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+@pytest.mark.parametrize("sentence, voice, names", [
+    ("Abernathy approved the budget for Quantaloop.", "en-029", ["Abernathy", "Quantaloop"]),
+    ("Ngozi will demo Kryptalis to the board on Monday.", "en-gb-scotland", ["Ngozi", "Kryptalis"]),
+])
+def test_a_lines_readings_keep_the_names_the_list_steered(model, tmp_path, sentence, voice, names):
+    """Read as a completed line is (five readings, the surest kept), the names are kept; when
+    the readings were compared with the names' tokens counted, this line lost both
+    (``bench/hotwords.py``'s sentences 19 and 10: "I will not be approved the mortgage for one
+    Talobe.", "And only will they move with Tannins to the mall on Monday.")."""
+    from captioner.asr.moonshine.line_framing import LineReader
+
+    audio = _clip(tmp_path, sentence, voice)
+    text = LineReader(model, {"bias": model.hotwords(names)}).read(audio)
+    assert all(name in text for name in names), text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not have_espeak(), reason="espeak-ng is not installed")
+def test_an_unrelated_list_leaves_a_lines_readings_and_choice_identical(model, tmp_path):
+    from bench.hotwords import unrelated_words
+    from captioner.asr.moonshine.line_framing import LineReader
+    from tests.speech import SENTENCES
+
+    tree = model.hotwords(unrelated_words())
+    for sentence in SENTENCES[:3]:
+        audio = _clip(tmp_path, sentence)
+        assert model.transcribe_scored(audio, bias=tree) == model.transcribe_scored(audio)
+        assert LineReader(model, {"bias": tree}).read(audio) == LineReader(model).read(audio)

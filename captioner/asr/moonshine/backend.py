@@ -47,6 +47,7 @@ from captioner.asr.moonshine.line_state import KEEP_S, LineState, join_line
 from captioner.asr.moonshine.lines import LineEvent, LineSegmenter
 from captioner.asr.moonshine.partial_worker import PartialWorker, usable_cpus
 from captioner.asr.moonshine.partials import Partials
+from captioner.asr.moonshine.reading_budget import ReadingBudget
 from captioner.asr.moonshine.repeats import collapse_repeats
 from captioner.asr.vad_stream import SpeechWindows
 from captioner.events import Event, TextDelta, TurnBoundary
@@ -152,7 +153,10 @@ class MoonshineBackend(Partials, Backend):
         self._worker = PartialWorker(self._decode_clip, threaded=threaded, on_done=self._partial_done)
         # a completed line's final text (line_framing); live, with a core for it, an unsure line's
         # second framing is read beside the first -- a file reads two lines at once instead (the pool)
-        self._reader = LineReader(model, self._bias, at_once=threaded)
+        # live, it reads less while the audio waiting to be read grows (a busy core, issue 48.3)
+        budget = self.budget
+        reading = ReadingBudget(lambda: budget.backlog_s) if threaded else None
+        self._reader = LineReader(model, self._bias, at_once=threaded, budget=reading)
         workers = min(int(line_workers), usable_cpus())
         self._pool = LinePool(self._reader.read, workers) if workers > 1 and not self.partials else None
 

@@ -34,6 +34,11 @@ each word completes) respells a decoded word that sounds like a hotword when the
 teacher-forced, agrees: the names the bonus cannot steer because their first token is far
 below the model's own ("Wrightline" for Brightlyne).
 
+A completed line is read several times (:mod:`captioner.asr.moonshine.line_framing`), every
+reading with the list, and the surest reading is kept: :func:`reading_score` leaves the tokens
+of the hotwords a reading spells out of its score, which would otherwise sink the reading the
+bonus steered to the right name (issue 48).
+
 Not done: per-word boosts; case variants not written by the user ("kubectl" does not
 bias "Kubectl"); segmentations other than the tokenizer's own (a word the model spells
 differently is not boosted); anything beyond the decoder's own hypothesis (a word the
@@ -105,11 +110,14 @@ class HotwordTree:
         self.word_of: list[int] = [-1]
         spaced: set[int] = set()
         bare: set[int] = set()
+        word_firsts: list[set[int]] = []
         for index, word in enumerate(self.words):
+            word_firsts.append(set())
             for prefix, firsts in ((SPACE_MARK, spaced), ("", bare)):
                 ids = tokenizer.encode(prefix + word)
                 if not ids:
                     continue
+                word_firsts[-1].add(ids[0])
                 node = 0
                 for tok in ids:
                     nxt = self.children[node].get(tok)
@@ -121,6 +129,13 @@ class HotwordTree:
                 self.word_of[node] = index
                 firsts.add(ids[0])
         self.child_ids = [np.fromiter(c, np.int64, len(c)) for c in self.children]
+        #: per first token, the first tokens of every spelling of the hotwords one of whose
+        #: spellings starts with it: a hotword just completed is blocked in both spellings
+        #: ("Siobhan:Siobhan" through the bare spelling after punctuation was a loop)
+        self.alike: dict[int, frozenset[int]] = {}
+        for firsts in word_firsts:
+            for first in firsts:
+                self.alike[first] = self.alike.get(first, frozenset()) | frozenset(firsts)
         self.spaced_roots = np.array(sorted(spaced), np.int64)
         self.bare_roots = np.array(sorted(spaced | bare), np.int64)
         n = len(tokenizer.pieces)
@@ -141,6 +156,74 @@ class HotwordTree:
     def start(self, max_tokens: int) -> "Biasing":
         """A fresh :class:`Biasing` for one clip's greedy decoding of at most ``max_tokens`` tokens."""
         return Biasing(self, max_tokens)
+
+    def spans(self, ids: Sequence[int]) -> list[tuple[int, int, int]]:
+        """The hotwords ``ids`` (a decoded reading, without start/end tokens) spells, in order:
+        ``(start, end, word index)`` per whole hotword, ``ids[start:end]`` one of its spellings
+        beginning where a word begins (or after punctuation, or at the start) and followed by a
+        token that begins a word, or by the end; the longest spelling wins where several start
+        at one token. Whether the bonus steered it or the model wrote it anyway does not matter."""
+        out: list[tuple[int, int, int]] = []
+        i, n = 0, len(ids)
+        while i < n:
+            prev = ids[i - 1] if i else START
+            end = word = -1
+            if self.starts_word[ids[i]] or self.opens[prev]:
+                node, j = 0, i
+                while j < n and (node := self.children[node].get(ids[j], -1)) >= 0:
+                    j += 1
+                    if self.word_of[node] >= 0 and (j == n or self.starts_word[ids[j]]):
+                        end, word = j, self.word_of[node]
+            if end > 0:
+                out.append((i, end, word))
+                i = end
+            else:
+                i += 1
+        return out
+
+
+def reading_score(ids: Sequence[int], logprobs: Sequence[float], tree: HotwordTree | None = None) -> float:
+    """A reading's score for the choice among a line's readings
+    (:mod:`captioner.asr.moonshine.line_framing`): the mean of its tokens' log-probabilities
+    (natural log, the model's own, no bonus; ``logprobs[k]`` belongs to ``ids[k]``, entries past
+    ``len(ids)`` are the end token's), leaving out the tokens of each hotword of ``tree`` that
+    the reading spells exactly once (:meth:`HotwordTree.spans`) and whose tokens the model gave
+    at least ``tree.floor`` nats in all (what a steered hotword must reach to be kept). 0.0 for
+    no tokens.
+
+    Every reading of a line decodes with the same list, so the scores stay comparable. A name
+    the bonus steered in is a name the model alone finds unlikely: counted, it sinks the
+    reading that has it right under the readings the bonus could not steer; left out, the
+    readings are compared on the words around it. A hotword spelled twice or more counts in
+    full: such a reading is more often a loop the steered name started ("Siobhan: Siobhan:
+    Siobhan:" for "Saoirse is flying", each repeat likely to the model) than speech.
+
+    Measured 2026-12-08 on ``bench/hotword_readings.py``'s six tuning clips (54 names), every
+    reading of their lines replayed (issue 48): names right / mean WER with each clip's list,
+    and the hotwords written where none was said with a 100-word list of other rare names
+    (``bench/hotwords.py``'s ``unrelated_words``): counting the hotwords (before) 28 / 42.4 % / 1;
+    leaving out every occurrence 40 / 23.8 %, but that loop won (unrelated-list WER 52.6 %
+    against 49.9 %); once-only 40 / 23.8 % / 9; once-only within ``tree.floor`` (this)
+    40 / 23.8 % / 6; within -12 nats 38 / 27.0 % / 3, -8 nats 32 / 35.1 % / 1; only where
+    another reading of the line spells it too 38 / 27.0 % / 6. No list: 9 / 48.2 %. With no
+    list, or a list none of whose words a reading spells, the score is the plain mean and
+    the choice is unchanged."""
+    lp = np.asarray(logprobs, np.float64)
+    if not lp.size:
+        return 0.0
+    if tree is not None and len(tree) and len(ids):
+        spans = tree.spans(ids)
+        counts: dict[int, int] = {}
+        for _, _, word in spans:
+            counts[word] = counts.get(word, 0) + 1
+        keep = np.ones(lp.size, bool)
+        for start, end, word in spans:
+            end = min(end, lp.size)
+            if counts[word] == 1 and lp[start:end].sum() >= tree.floor:
+                keep[start:end] = False
+        if keep.any():
+            lp = lp[keep]
+    return float(np.mean(lp))
 
 
 @dataclass
@@ -286,12 +369,16 @@ class Biasing:
         return best, 0.0
 
     def _blocked(self, tokens: list[int]) -> set[int]:
-        """First tokens of hotwords completed fewer than :data:`REENTRY_WORDS` words ago."""
+        """First tokens of hotwords completed fewer than :data:`REENTRY_WORDS` words ago, in
+        either spelling (after a space, or bare after punctuation)."""
         if not self.completed:
             return set()
-        starts = self.tree.starts_word
-        return {first for end, first in self.completed[-8:]
-                if sum(1 for t in tokens[end:] if starts[t]) < REENTRY_WORDS}
+        starts, alike = self.tree.starts_word, self.tree.alike
+        out: set[int] = set()
+        for end, first in self.completed[-8:]:
+            if sum(1 for t in tokens[end:] if starts[t]) < REENTRY_WORDS:
+                out |= alike.get(first, {first})
+        return out
 
     def _advance(self, tokens: list[int], token: int, cost: float, logits: np.ndarray, cache: object) -> bool:
         """Move the match state by ``token`` (chosen at ``cost``); False when a steered match is abandoned."""

@@ -34,8 +34,11 @@ reading turns out sure), so both cores read until the line's last reading ends
 (:meth:`LineReader._start_further`). A line's readings cost about 0.2 s (as cut, drafted), 0.3-0.4 s
 (each of the others) on this 2-core machine, so a line read five times cannot have its final
 sooner than ~0.7 s after it is cut on two cores, whatever the schedule (``bench/reading_cost.py``).
-The file path (``captioner transcribe``) reads two lines at once instead
-(:mod:`captioner.asr.moonshine.line_pool`) and reads each line's framings in turn.
+When the audio waiting to be read grows (a busy core), a live line reads less: no retimed
+readings, then no framed one, and none past a cap on the waiting audio
+(:mod:`captioner.asr.moonshine.reading_budget`, issue 48.3). The file path (``captioner
+transcribe``) reads two lines at once instead (:mod:`captioner.asr.moonshine.line_pool`) and
+reads each line's framings in turn.
 
 No Qt; the model is duck-typed (``transcribe`` and, optionally, ``transcribe_scored``).
 """
@@ -51,6 +54,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from captioner.asr.base import DecodeCancelled
+from captioner.asr.moonshine.reading_budget import Level, ReadingBudget
 from captioner.asr.moonshine.repeats import collapse_repeats
 from captioner.native_calls import model_call
 
@@ -151,15 +155,21 @@ class LineReader:
             framings, ``transcribe_scored(audio, **bias) -> (text, mean log-prob)``; a model
             with ``cancellable = True`` also takes ``stop=threading.Event`` and raises
             :class:`~captioner.asr.base.DecodeCancelled` once it is set.
-        bias: keyword arguments of every decode (the hotwords: ``{"bias": tree}`` or ``{}``).
+        bias: keyword arguments of every decode (the hotwords: ``{"bias": tree}`` or ``{}``):
+            every reading of a line decodes with the list, and its score leaves out the
+            hotwords it spells (:func:`~captioner.asr.moonshine.hotwords.reading_score`), so
+            the choice does not throw away a reading for the name the list steered in.
         at_once: read the other readings on :data:`HELPERS` helper threads while the line as
             cut is read (live, with two usable cores); needs a cancellable model, else
             readings go in turn.
         sample_rate: of the clips (Hz).
+        budget: live (``at_once``), which readings a line may start and how long the audio after
+            it may wait (:class:`~captioner.asr.moonshine.reading_budget.ReadingBudget`); None
+            reads every line in full.
     """
 
     def __init__(self, model: Any, bias: dict | None = None, *, at_once: bool = False,
-                 sample_rate: int = SAMPLE_RATE) -> None:
+                 sample_rate: int = SAMPLE_RATE, budget: ReadingBudget | None = None) -> None:
         self.model = model
         self.bias = dict(bias or {})
         self.sample_rate = int(sample_rate)
@@ -173,6 +183,12 @@ class LineReader:
         #: framed reading's end (running or still queued), or cancelled by a Stop
         self.late = 0
         self.cancelled = 0
+        self.budget = budget if self.at_once else None
+        #: unsure lines left without their framed (``shed_framed``) or retimed (``shed_retimed``)
+        #: readings by the budget's level, and lines whose readings its cap cut short (``capped``)
+        self.shed_framed = 0
+        self.shed_retimed = 0
+        self.capped = 0
         self._running: dict[Future, threading.Event] = {}  # helper readings not finished, and their stops
         self._lock = threading.Lock()
         #: set by :meth:`hurry` (a Stop): every line keeps the readings it has
@@ -219,13 +235,26 @@ class LineReader:
         here; once the reading as cut is unsure, the retimed readings start on the helpers too,
         without waiting for the framed one (they are cancelled if it turns out sure), so the
         helpers' two threads stay busy until the line's last reading ends. Returns the text
-        before :func:`~captioner.asr.moonshine.repeats.collapse_repeats`."""
+        before :func:`~captioner.asr.moonshine.repeats.collapse_repeats`.
+
+        With a :attr:`budget`, the line starts only the readings its level allows, and readings
+        still running at its deadline (the waiting audio's cap) are cancelled: the line keeps
+        the surest of those done. Without one, or at level ``ALL`` within the cap, the text is
+        the same."""
         sr = self.sample_rate
-        second = self._start_helper(framed(clip, sr), kw)
+        plan = self.budget.plan() if self.budget is not None else None
+        level = Level.ALL if plan is None else plan.level
+        cap = None if plan is None else plan.deadline  # the budget's clock: time.monotonic
+        second = self._start_helper(framed(clip, sr), kw) if level < Level.CUT_ONLY else None
         further: list[tuple[Future, threading.Event]] = []
+        extra = overran = False  # the line needed more than its reading as cut; the cap cut it short
         try:
             cut = self._reading(self._scored(clip, **kw))
             if (cut[0] and cut[1] >= SURE_LOGPROB) or self._hurry.is_set():
+                return cut[0]
+            extra = True
+            if second is None:  # the budget allows the reading as cut only
+                self.shed_framed += 1
                 return cut[0]
 
             def framed_sure() -> bool:  # the framed reading has ended, and the surer of the two is sure
@@ -234,29 +263,41 @@ class LineReader:
                     return False
                 return surest((cut, self._reading(future.result())), len(clip), sr)[1] >= SURE_LOGPROB
 
-            if not framed_sure():
+            if level == Level.ALL and not framed_sure():
                 further = self._start_further(clip, kw, unless=framed_sure)
             try:
-                other = second[0].result()
+                other = second[0].result(timeout=None if cap is None else max(0.0, cap - time.monotonic()))
+            except FutureTimeout:  # the audio waiting reached the cap: the line keeps its reading as cut
+                overran = True
+                self.capped += 1
+                return cut[0]
             except (DecodeCancelled, CancelledError):  # a Stop (hurry) cancelled it
                 return cut[0]
             best = surest((cut, self._reading(other)), len(clip), sr)
+            if best[1] < SURE_LOGPROB and level > Level.ALL and FURTHER_RATES and not self._hurry.is_set():
+                self.shed_retimed += 1
             if best[1] >= SURE_LOGPROB or not further or self._hurry.is_set():
                 return best[0]
             # the budget counts from the framed reading's end, as when the retimed readings
             # started only then: starting them sooner never leaves out more of them
             deadline = time.monotonic() + FURTHER_BUDGET_S
+            if cap is not None and cap < deadline:
+                deadline, overran = cap, True  # overran if a reading is still running then
             readings = [best]
             for future, _ in further:
                 try:
                     readings.append(self._reading(future.result(timeout=max(0.0, deadline - time.monotonic()))))
                 except (FutureTimeout, DecodeCancelled, CancelledError):
                     self.late += 1
+            overran = overran and len(readings) <= len(further) and not self._hurry.is_set()
+            self.capped += int(overran)
             return surest(readings, len(clip), sr)[0]
         finally:  # readings not needed any more (sure, late, a Stop, or one failed): cancel them
-            for future, stop in [second, *further]:
+            for future, stop in [second, *further] if second is not None else []:
                 if not future.done():
                     self._cancel(future, stop)
+            if plan is not None:
+                self.budget.done(plan, extra=extra, overran=overran)
 
     def _start_further(self, clip: np.ndarray, kw: dict,
                        unless: Callable[[], bool]) -> list[tuple[Future, threading.Event]]:

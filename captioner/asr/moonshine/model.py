@@ -48,7 +48,7 @@ from captioner.asr.moonshine import hotword_speculation
 from captioner.asr.moonshine.draft_tokens import check_draft, continuation, log_softmax_at
 from captioner.asr.moonshine.hotword_respell import Respelling, teacher_forcing
 from captioner.asr.moonshine.hotword_speculation import Speculation
-from captioner.asr.moonshine.hotwords import HotwordTree
+from captioner.asr.moonshine.hotwords import HotwordTree, reading_score
 from captioner.asr.moonshine.ort_options import session_options
 from captioner.asr.moonshine.prepare import PreparedModel, Progress, prepare, weights_file
 from captioner.asr.moonshine.tokenizer import END, START, Tokenizer
@@ -269,16 +269,17 @@ class MoonshineModel:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
         <= 0) of its greedy tokens, the end token included: the model's confidence in
         its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s;
-        ``bias``: hotwords to prefer, ``stop``: cancels the reading, ``draft``: tokens
-        the reading likely starts with (:meth:`decode`).
+        ``bias``: hotwords to prefer (the tokens that spell one are left out of the mean:
+        :func:`~captioner.asr.moonshine.hotwords.reading_score`), ``stop``: cancels the
+        reading, ``draft``: tokens the reading likely starts with (:meth:`decode`).
 
         Raises:
             BackendError: ONNX Runtime failed.
             DecodeCancelled: ``stop`` was set.
         """
         logprobs: list[float] = []
-        text = self.tokenizer.decode(self.generate(audio, bias=bias, logprobs=logprobs, stop=stop, draft=draft))
-        return text, (float(np.mean(logprobs)) if logprobs else 0.0)
+        ids = self.generate(audio, bias=bias, logprobs=logprobs, stop=stop, draft=draft)
+        return self.tokenizer.decode(ids), reading_score(ids, logprobs, bias)
 
     def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None,
                    draft: Sequence[int] | None = None) -> str:
