@@ -209,7 +209,39 @@ class SpeakerFix:
     source: str = ""
 
 
-Event = Union[TextDelta, TurnBoundary, VadProbabilities, VoiceActivity, Stats, Level, Notice, SpeakerFix]
+@dataclass(frozen=True)
+class SoundEvent:
+    """A sound that is not speech started (issue 49): YAMNet heard ``label`` ("music",
+    "phone ringing", ...) in ``source`` from ``start`` (stream seconds, the start of the first of
+    the two patches in a row that crossed its threshold). Sent once when the sound starts, and
+    again only after it stopped and started anew (:mod:`captioner.sounds.detector`). Shown as a
+    bracketed caption ("[music]"), styled apart from speech; written as its own segment with a
+    ``"sound"`` field in JSON and as a bracketed cue in SRT/WebVTT.
+
+    Attributes:
+        start: stream seconds the sound started.
+        end: stream seconds of the end of the patches that detected it (``start`` + 1.44 s for
+            two 0.96 s patches 0.48 s apart); the caption's cue lasts from ``start`` to ``end``.
+        label: the caption word without brackets ("phone ringing").
+        score: the class probability that crossed the threshold, 0-1.
+        source: session label.
+    """
+
+    start: float
+    end: float
+    label: str
+    score: float = 1.0
+    source: str = ""
+
+    @property
+    def caption(self) -> str:
+        """The bracketed caption text, e.g. ``"[music]"``."""
+        return f"[{self.label}]"
+
+
+Event = Union[
+    TextDelta, TurnBoundary, VadProbabilities, VoiceActivity, Stats, Level, Notice, SpeakerFix, SoundEvent
+]
 
 
 def with_source(event: Event, source: str) -> Event:
@@ -218,6 +250,7 @@ def with_source(event: Event, source: str) -> Event:
 
 
 __all__ = [
+    "SoundEvent",
     "SpeakerFix",
     "Event",
     "Level",

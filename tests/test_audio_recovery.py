@@ -288,7 +288,7 @@ import argparse
 listen._load_backend = lambda args: FakeBackend(batch_size=1, threshold=0.03)
 parser = argparse.ArgumentParser()
 listen.add_parser(parser.add_subparsers(dest="command"))
-args = parser.parse_args(["listen", "--system", "-o", {out!r}])
+args = parser.parse_args(["listen", "--system", "-o", {out!r}, "--sounds", "off"])  # tones: no ringtone captions
 sys.exit(listen.run(args))
 """
 

@@ -41,6 +41,8 @@ def _parse(argv):
     devices_cmd.add_parser(sub)
     if argv[:1] == ["listen"] and "--speakers" not in argv:  # tones are no voices: labels are tested in
         argv = [*argv, "--speakers", "off"]                    # test_speaker_transcript.py
+    if argv[:1] == ["listen"] and "--sounds" not in argv:  # a tone is a ringtone to the sound model: sound
+        argv = [*argv, "--sounds", "off"]                    # captions are tested in test_sound_captions.py
     return parser.parse_args(argv)
 
 
@@ -183,7 +185,7 @@ if {during_write!r}:  # a second signal arrives while the transcript is being wr
     listen.write_transcript = write
 parser = argparse.ArgumentParser()
 listen.add_parser(parser.add_subparsers(dest="command"))
-args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}, "--speakers", "off"])
+args = parser.parse_args(["listen", "--file", {wav!r}, "-o", {out!r}, "--speakers", "off", "--sounds", "off"])
 rc = listen.run(args)
 import time
 print("returned", time.monotonic(), file=sys.stderr, flush=True)  # the stop is over, the file written

@@ -233,7 +233,7 @@ def test_listen_mask_profanity_prints_and_writes_masked(tmp_path, monkeypatch):
     listen.add_parser(parser.add_subparsers())
     target = tmp_path / "out.json"
     args = parser.parse_args(["listen", "--file", str(_wav(tmp_path)), "--fast", "-o", str(target),
-                              "--journal-dir", str(tmp_path / "journal"), "--mask-profanity"])
+                              "--journal-dir", str(tmp_path / "journal"), "--mask-profanity", "--sounds", "off"])
     out, err = io.StringIO(), io.StringIO()
     assert listen.run(args, out, err) == 0, err.getvalue()
     printed = out.getvalue()

@@ -349,11 +349,11 @@ def test_transcribe_labels_the_file_through_its_tracker(tmp_path, monkeypatch, c
     monkeypatch.setattr(transcribe, "make_tracker", make)
     monkeypatch.setattr(transcribe, "new_registry", lambda options: None)  # no speaker model
     audio = _tone_file(tmp_path / "call.wav")
-    assert main(["transcribe", audio, "--format", "txt", "--speakers", "2"]) == 0
+    assert main(["transcribe", audio, "--format", "txt", "--speakers", "2", "--sounds", "off"]) == 0  # a tone: no ringtone
     out = capsys.readouterr().out
     assert made == [(SpeakerOptions(True, 2), "file", 16000)]
     assert out == "[00:00:00] Speaker 1: w1 w2 w3\n[00:00:00] Speaker 2: w4 w5\n"
-    assert main(["transcribe", audio, "--format", "txt", "--speakers", "off"]) == 0
+    assert main(["transcribe", audio, "--format", "txt", "--speakers", "off", "--sounds", "off"]) == 0
     assert capsys.readouterr().out == "[00:00:00] w1 w2 w3 w4 w5\n" and made[-1][0] == OFF
 
 
@@ -374,7 +374,7 @@ def test_listen_prints_and_saves_speaker_labels(tmp_path, monkeypatch):
     target = tmp_path / "out.srt"
     out, err = io.StringIO(), io.StringIO()
     args = _parser().parse_args(["listen", "--file", _tone_file(tmp_path / "call.wav"), "--fast", "-o", str(target),
-                                 "--journal-dir", str(tmp_path / "journal"), "--speakers", "4"])
+                                 "--journal-dir", str(tmp_path / "journal"), "--speakers", "4", "--sounds", "off"])
     assert listen.run(args, out, err) == 0, err.getvalue()
     assert kinds == [(SpeakerOptions(True, 4), "file")]
     printed = out.getvalue().splitlines()

@@ -32,7 +32,7 @@ LOAD_S = 2.0
 def _args(argv):
     parser = argparse.ArgumentParser()
     listen.add_parser(parser.add_subparsers(dest="command"))
-    return parser.parse_args(["listen", *argv])
+    return parser.parse_args(["listen", *argv, "--sounds", "off"])  # a tone is a ringtone to the sound model
 
 
 def _speaker() -> Speaker:

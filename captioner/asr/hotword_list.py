@@ -167,6 +167,25 @@ def default_model_spelling(model_dir: str | os.PathLike | None = None):
     return lambda word: spelling_problem(word, tokenizer)
 
 
+def merge_hotwords(hotwords: Iterable[str], extra: Iterable[str]) -> tuple[str, ...]:
+    """``hotwords`` (unchanged) followed by each word of ``extra`` not already among them
+    (compared without case: the hotword's spelling wins), at most :data:`MAX_HOTWORDS` in
+    all: the name alerts' words join the hotword list so that the model writes them (issue 49).
+
+    Args:
+        hotwords: the hotword list (already checked).
+        extra: more words (the alert words); blank ones are skipped.
+    """
+    out = [str(w) for w in hotwords][:MAX_HOTWORDS]
+    seen = {" ".join(w.split()).casefold() for w in out}
+    for raw in extra:
+        word = " ".join(str(raw).split())
+        if word and word.casefold() not in seen and len(out) < MAX_HOTWORDS:
+            seen.add(word.casefold())
+            out.append(word)
+    return tuple(out)
+
+
 def gather(words: Sequence[str] = (), files: Sequence[str] = ()) -> list[str]:
     """``words`` followed by the words of each file in ``files``, in order.
 

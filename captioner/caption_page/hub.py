@@ -17,11 +17,15 @@ new epoch):
   ``S``'s open line (``""`` clears it; shown in italics). A partial with no open line opens one.
 - ``{"t": "turn", "src": S}``: the speaker's turn ended: ``S``'s open line closes (the page
   marks it). A partial tail that was still open moves to a new line (the next op says so).
+- ``{"t": "sound", "src": S, "label": L, "text": T, "note": B}``: a sound that is not speech
+  started in ``S`` (issue 49): a closed line of its own with the bracketed caption ``T``
+  (``"[music]"``), set apart from speech (italic, and a musical note before it when ``B``); it
+  never joins, closes or splits ``S``'s open line, never gets a speaker, and is never masked.
 - ``{"t": "name", "spk": ID, "name": N}``: speaker ``ID`` is shown as ``N`` on every line, past
   and future (``""``: as the id again); from :meth:`CaptionHub.rename_speaker`. Names outlive a
   reset (speaker ids are kept over Stop/Start): each new epoch starts with the names given.
 
-Finals and turns are kept (the whole session's transcript, :meth:`since`); of the partials only
+Finals, sounds and turns are kept (the whole session's transcript, :meth:`since`); of the partials only
 each source's latest, of the names each speaker's latest. A viewer that reconnects says the last ``(epoch, seq)`` it applied and
 gets exactly what came after it (plus the current partials), so no line is shown twice or lost.
 
@@ -40,7 +44,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from captioner.events import TextDelta, TurnBoundary
+from captioner.events import SoundEvent, TextDelta, TurnBoundary
 from captioner.transcript.model import SpeakerRename, clean_name
 
 #: Bytes of finals and turns (as sent) kept for late viewers and the transcript path: about 8 h
@@ -136,13 +140,13 @@ class CaptionHub:
 
     # -- any thread --------------------------------------------------------------------------
     def publish(self, event) -> None:
-        """Queue one event (text deltas, turn boundaries and
+        """Queue one event (text deltas, turn boundaries, sounds and
         :class:`~captioner.transcript.model.SpeakerRename` matter; others are ignored).
 
         Cheap and non-blocking: safe on the engine's thread. ``"reset"`` (the string) starts
         a new session in order with the events around it.
         """
-        if not (isinstance(event, (TextDelta, TurnBoundary, SpeakerRename)) or event == "reset"):
+        if not (isinstance(event, (TextDelta, TurnBoundary, SpeakerRename, SoundEvent)) or event == "reset"):
             return
         with self._inbox_lock:
             last = self._inbox[-1] if self._inbox else None
@@ -211,6 +215,8 @@ class CaptionHub:
                     self._pending += self._text(ev)
                 elif isinstance(ev, SpeakerRename):
                     self._pending += self._rename(ev)
+                elif isinstance(ev, SoundEvent):
+                    self._pending += self._sound(ev)
                 else:
                     self._pending += self._turn(ev.source)
             if not deliver:
@@ -358,6 +364,17 @@ class CaptionHub:
             return []
         line.shown_partial = shown
         return [self._op({"t": "partial", "src": source, "text": shown}, False)]
+
+    def _sound(self, ev: SoundEvent) -> list[Op]:
+        from captioner.ui.caption_model import MUSIC_GLYPH, sound_caption  # Qt-free: the views' rule
+
+        shown = sound_caption(ev.label) if isinstance(ev.label, str) else ""
+        if not shown:
+            return []
+        label = shown.removeprefix(MUSIC_GLYPH).strip()[1:-1]
+        data = {"t": "sound", "src": ev.source, "label": label, "text": f"[{label}]",
+                "note": shown.startswith(MUSIC_GLYPH)}
+        return [self._op(data, True)]
 
     def _turn(self, source: str) -> list[Op]:
         line = self._lines.get(source)

@@ -163,6 +163,26 @@ def add_speakers_argument(p: argparse.ArgumentParser, *, where: str = "system au
                         "--speakers 2 for an interview; off: no labels, no speaker model")
 
 
+def _sounds_value(value: str):
+    """argparse ``type`` of ``--sounds``: a ``SoundOptions``; a bad value is argparse's usage error (exit 2)."""
+    from captioner.engine.sound_captions import parse_sounds
+
+    try:
+        return parse_sounds(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_sounds_argument(p: argparse.ArgumentParser) -> None:
+    """``--sounds on|off`` (issue 49; :mod:`captioner.engine.sound_captions`); ``args.sounds`` is a
+    :class:`~captioner.engine.sound_captions.SoundOptions` (default ``ON``)."""
+    from captioner.engine.sound_captions import ON
+
+    p.add_argument("--sounds", type=_sounds_value, default=ON, metavar="on|off",
+                   help='caption sounds that are not speech, each once when it starts: "[music]", "[phone ringing]", '
+                        '"[siren]", "[applause]", ... (default on; off: no sound model)')
+
+
 def text_mask(args: argparse.Namespace):
     """The profanity filter asked for with ``--mask-profanity``, or None."""
     if not getattr(args, "mask_profanity", False):

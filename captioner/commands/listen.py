@@ -24,6 +24,14 @@ Speaker labels (``--speakers``, issue 38): system audio and files are split into
 "Speaker 1", "Speaker 2", ...; the terminal shows ``[Speaker 2] text`` instead of the
 source label where a line is attributed, and the transcript labels them (see
 :mod:`captioner.transcript.writers`).
+
+Sound captions (``--sounds on|off``, default on, issue 49): a sound that is not speech is
+printed once when it starts, on a line of its own, ``[Meeting] (sound) [phone ringing]``, and
+saved as its own line or cue.
+
+Name alerts (``--alert WORD``, repeatable, issue 49): each time someone other than the
+microphone says WORD, ``ALERT: "WORD" said by Meeting at 00:01:23`` is printed
+(:mod:`captioner.commands.alert_cli`).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from captioner.asr.geometry import GeometryError
 from captioner.commands.backend_options import (
     add_backend_arguments,
     add_mask_argument,
+    add_sounds_argument,
     add_speakers_argument,
     check_backend_arguments,
     check_output_path,
@@ -51,8 +60,9 @@ from captioner.commands.backend_options import (
     turn_settings,
 )
 from captioner.caption_page import cli as caption_page_cli
+from captioner.commands import alert_cli
 from captioner.engine.stopping import DRAIN_S, FLUSH_S, stop_within  # noqa: F401 - DRAIN_S/FLUSH_S: listen's bound
-from captioner.events import Event, Notice, TextDelta
+from captioner.events import Event, Notice, SoundEvent, TextDelta
 from captioner.transcript.live import LiveTranscript
 from captioner.transcript.writers import (
     FORMATS,
@@ -92,6 +102,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--no-partials", action="store_true", help="print final text only")
     add_mask_argument(p)
     add_speakers_argument(p)
+    add_sounds_argument(p)
+    alert_cli.add_arguments(p)
     caption_page_cli.add_arguments(p)
     return p
 
@@ -110,6 +122,7 @@ class _Collector:
     finished: bool = False
     page: Any = None  # the caption page's hub (--serve-captions), or None
     page_server: Any = None  # its server, stopped by finish()
+    alerts: Any = None  # --alert: the AlertPrinter, or None
     _partial_shown: bool = False
 
     def __call__(self, ev: Event) -> None:
@@ -121,11 +134,23 @@ class _Collector:
                 self.page.publish(ev)  # queues only: the page's own thread does the rest
             if isinstance(ev, TextDelta):
                 self._delta(ev)
+            elif isinstance(ev, SoundEvent):
+                self._clear_partial()  # a line of its own, never inside a line of speech
+                print(f"[{ev.source}] (sound) {ev.caption}", file=self.out, flush=True)
             elif isinstance(ev, Notice) and ev.code != "stopped":
                 if ev.severity == "error":
                     self.failures.append(ev)
                 self._clear_partial()
                 print(f"[{ev.source or 'captioner'}] {ev.severity}: {ev.message}", file=self.err, flush=True)
+            if self.alerts is not None:  # after the line that holds the word
+                self.alerts.feed(ev)
+
+    def tick(self) -> None:
+        """Print the name alerts whose hold is over (the wait loop calls it every 0.1 s)."""
+        if self.alerts is not None:
+            with self.lock:
+                if not self.finished:
+                    self.alerts.tick()
 
     def _delta(self, ev: TextDelta) -> None:
         if not ev.final:
@@ -163,6 +188,8 @@ class _Collector:
             if self.finished:
                 return
             self.finished = True
+            if self.alerts is not None:
+                self.alerts.finish()
             self._notice(self.live.close())
             self._clear_partial()
         if self.page_server is not None:  # after the last words: viewers saw them
@@ -284,7 +311,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print("captioner: error: --duration must be > 0 seconds", file=err)
         return 2
     usage = (check_backend_arguments(args) or check_output_path(args.output)
-             or caption_page_cli.check_arguments(args))
+             or caption_page_cli.check_arguments(args) or alert_cli.check_arguments(args))
     if usage:
         print(f"captioner: error: {usage}", file=err)
         return 2
@@ -370,6 +397,8 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     mask = text_mask(args)
     collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
     collector._notice(notice)
+    collector.alerts = alert_cli.printer(args, sources, out, transcript.transcript.speaker_name,
+                                         before=collector._clear_partial)
     try:
         collector.page, collector.page_server = caption_page_cli.start(args, mask, err)
     except RuntimeError as exc:  # CaptionPageError: port in use (another one offered), aiohttp missing
@@ -383,7 +412,8 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
     if speakers is not None and not any(speakers.applies_to(getattr(s, "kind", "")) for s in sources):
         speakers = None  # only the microphone ("You"): no speaker model to load
     try:
-        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args), speakers=speakers)
+        live = LiveCaptioner(backend, sources, collector, turns=turn_settings(args), speakers=speakers,
+                             sounds=getattr(args, "sounds", None))
         live.start()
     except (SourceError, ValueError) as exc:
         close_sources(sources)
@@ -399,6 +429,7 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
         if left is not None and left <= 0:
             break
         live.wait(0.1 if left is None else min(0.1, left))
+        collector.tick()
     if stops.requested.is_set():
         print("stopping: flushing the last words...", file=err, flush=True)
     _stop(live, stops, err)

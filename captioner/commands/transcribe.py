@@ -11,7 +11,9 @@ transcript is the same. Every final
 text and turn goes to the autosave journal as it is decoded, so a failing output disk
 loses nothing. ``--speakers auto|off|N`` (default auto) labels who is speaking,
 "Speaker 1", "Speaker 2", ... in every output format (issue 38), e.g.
-``captioner transcribe meeting.wav --speakers 4 -o meeting.srt``.
+``captioner transcribe meeting.wav --speakers 4 -o meeting.srt``. ``--sounds on|off`` (default
+on) captions sounds that are not speech, "[music]", "[phone ringing]", ..., each its own line or
+cue (issue 49).
 
 Exit codes: 0 success (an empty or silent file gives an empty transcript), 2 usage
 error (bad option, missing file, invalid clock/delay), 1 runtime failure (unreadable
@@ -35,6 +37,7 @@ from captioner.audio.fileio import peak as audio_peak  # (run() has a local name
 from captioner.commands.backend_options import (
     add_backend_arguments,
     add_mask_argument,
+    add_sounds_argument,
     add_speakers_argument,
     check_backend_arguments,
     check_output_path,
@@ -47,7 +50,8 @@ from captioner.commands.backend_options import (
 from captioner.engine.batcher import BatchEngine
 from captioner.engine.readahead import ReadAhead
 from captioner.engine.session import StreamingSession
-from captioner.events import Notice, TextDelta, TurnBoundary
+from captioner.engine.sound_captions import FILE_LOAD_WAIT_S, new_sound_models
+from captioner.events import Notice, SoundEvent, TextDelta, TurnBoundary
 from captioner.speakers.registry import new_registry
 from captioner.speakers.tracker import make_tracker
 from captioner.transcript.live import LiveTranscript
@@ -76,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", default=None, help="source label in the transcript (default: the file name)")
     add_mask_argument(p)
     add_speakers_argument(p, where="the transcript")
+    add_sounds_argument(p)
 
 
 class _Progress:
@@ -176,6 +181,22 @@ class _StopRequest:
         self.asked = True
 
 
+def _on_stop(backend, sound_models):
+    """What a Ctrl-C does at once (from :class:`_StopRequest`'s helper thread): the file's first
+    block stops waiting for the sound model still loading (issue 49: up to ``FILE_LOAD_WAIT_S``
+    otherwise), and the backend's ``interrupt`` runs where it has one. None when neither applies."""
+    interrupt = getattr(backend, "interrupt", None)
+    if sound_models is None:
+        return interrupt
+
+    def on_stop() -> None:
+        sound_models.cancel()
+        if interrupt is not None:
+            interrupt()
+
+    return on_stop
+
+
 def _end_session(session: StreamingSession, backend, stop: _StopRequest) -> list:
     """``session.end()`` on a helper thread while this (main) thread watches for a stop: the
     remote backend then ends its flush within ~1.2 s (``interrupt``) and opens no new session.
@@ -224,7 +245,7 @@ class _Recorded:
         return getattr(self._live, name)
 
     def add(self, event):
-        if isinstance(event, (TextDelta, TurnBoundary, SpeakerRename)):  # what a transcript is built of
+        if isinstance(event, (TextDelta, TurnBoundary, SpeakerRename, SoundEvent)):  # what a transcript is built of
             self.events.append(event)
         return self._live.add(event)
 
@@ -266,6 +287,8 @@ def run(args: argparse.Namespace) -> int:
         from captioner.engine.turn_models import preload
 
         preload()
+    # the sound model loads meanwhile too (a file's first block waits for it, never its audio)
+    sound_models = new_sound_models(getattr(args, "sounds", None), 1, wait_s=FILE_LOAD_WAIT_S)
     try:
         backend = open_backend(args)
     except GeometryError as exc:
@@ -303,14 +326,15 @@ def run(args: argparse.Namespace) -> int:
     speakers = getattr(args, "speakers", None)  # SpeakerOptions (--speakers; None: off)
     registry = new_registry(speakers)
     session = StreamingSession(engine, label, turn_settings(args),
-                               speakers=make_tracker(speakers, "file", rate, registry))
+                               speakers=make_tracker(speakers, "file", rate, registry),
+                               sounds=sound_models.tracker(0, label, rate) if sound_models is not None else None)
     if registry is not None:  # the events, for the speakers' second pass over the whole file
         live = _Recorded(live)
     progress = _Progress(len(audio) / rate)
     t_start = time.perf_counter()
     stats = session.stats()
     errors: list[Notice] = []  # error notices from the backend (e.g. a remote server lost at the end)
-    stop = _StopRequest(getattr(backend, "interrupt", None))
+    stop = _StopRequest(_on_stop(backend, sound_models))
     ahead = None if args.realtime else ReadAhead(session, (audio[i : i + block] for i in range(0, len(audio), block)))
     try:
         with stop:

@@ -7,6 +7,8 @@
 - ``live``: ``LiveCaptioner``, sources -> sessions on capture/decode threads, events out (no Qt);
   ``live_capture`` its capture thread, ``live_stats`` its statistics.
 - ``lanes``: ``Lane``, a live source's session, meter and queue of captured audio waiting for the decoder.
+- ``sound_captions``: ``SoundOptions`` (``--sounds on|off``) and each session's sound detector
+  (``SoundModels``/``SoundTracker``, issue 49), loaded beside the speech model without holding it up.
 - ``too_slow``: ``TooSlow``, when a live run tells the user once that the model cannot keep up.
 - ``run_setup``: ``EngineConfig``/``SourceSpec`` and the factories that build a run's backend, sources, pipeline.
 - ``error_text``: ``describe_error``, the message and code a failed run shows the user.

@@ -8,7 +8,9 @@ backend. Its thread pulls every queued block from every source, feeds them with
 to the backend's ``B`` rows per call), and hands every event to ``on_event``:
 
 * :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities`` /
-  ``VoiceActivity`` from the sessions, labelled with the source's current label;
+  ``VoiceActivity`` from the sessions, labelled with the source's current label, and
+  :class:`~captioner.events.SoundEvent` (a sound that is not speech started, issue 49) when
+  sound captions are on;
 * :class:`~captioner.events.Level` per source, about 20 per second;
 * :class:`~captioner.events.Stats` per source about once a second (backlog =
   audio queued at the source + audio waiting in the session; dropped seconds and
@@ -63,12 +65,15 @@ from captioner.engine.live_capture import CaptureThread
 from captioner.engine.live_stats import LiveStats
 from captioner.engine.rounds import feed_many
 from captioner.engine.session import StreamingSession
+from captioner.engine.sound_captions import SoundOptions, new_sound_models
 from captioner.speakers.options import SpeakerOptions
 from captioner.speakers.registry import new_registry
 from captioner.speakers.tracker import make_tracker
 from captioner.engine.too_slow import TooSlow
 from captioner.engine.turns import TurnSettings
-from captioner.events import Event, Notice, SpeakerFix, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity
+from captioner.events import (
+    Event, Notice, SoundEvent, SpeakerFix, TextDelta, TurnBoundary, VadProbabilities, VoiceActivity,
+)
 from captioner.native_calls import model_call
 
 log = logging.getLogger(__name__)
@@ -110,6 +115,9 @@ class LiveCaptioner(CaptureThread, LiveStats):
         speakers: who is speaking (issue 38): attribution of the system and file sources
             (never the microphone), their speakers numbered across the run and kept over
             Stop/Start; ``None``: off.
+        sounds: sound captions (issue 49): one sound detector per source session, loaded on a
+            background thread from now on (a model that cannot load is one ``sounds_unavailable``
+            notice, and captions go on); ``None``: off.
 
     Raises:
         ValueError: no sources, duplicate labels, or a rate mismatch.
@@ -131,6 +139,7 @@ class LiveCaptioner(CaptureThread, LiveStats):
         clock: Callable[[], float] = time.monotonic,
         turns: TurnSettings | None = None,
         speakers: SpeakerOptions | None = None,
+        sounds: SoundOptions | None = None,
     ) -> None:
         if not sources:
             raise ValueError("LiveCaptioner needs at least one source")
@@ -159,6 +168,8 @@ class LiveCaptioner(CaptureThread, LiveStats):
         self.speakers = speakers
         attributed = speakers is not None and any(speakers.applies_to(s.kind) for s in sources)
         self._speaker_registry = new_registry(speakers) if attributed else None
+        self.sounds = sounds
+        self._sound_models = new_sound_models(sounds, len(self.sources))
         self.time_offset = 0.0
         self._lanes: list[Lane] = []
         self._threads: list[threading.Thread] = []
@@ -203,11 +214,13 @@ class LiveCaptioner(CaptureThread, LiveStats):
             for s in started:
                 s.stop()
             raise
+        models = self._sound_models
         self._lanes = [
             Lane(s, StreamingSession(self.backend, s.label, self.turns,
-                                     make_tracker(self.speakers, s.kind, s.target_rate, self._speaker_registry)),
+                                     make_tracker(self.speakers, s.kind, s.target_rate, self._speaker_registry),
+                                     sounds=models.tracker(i, s.label, s.target_rate) if models is not None else None),
                  LevelMeter(s.label, s.target_rate, self.level_interval_s))
-            for s in self.sources
+            for i, s in enumerate(self.sources)
         ]
         self._halt.clear()
         # audio the sources queued before this start (opened while the model loaded, see
@@ -419,6 +432,6 @@ def _shift(event: Event, offset: float) -> Event:
                                    heard=None if event.heard is None else event.heard + offset)
     if isinstance(event, (TurnBoundary, VadProbabilities, VoiceActivity)):
         return dataclasses.replace(event, time=event.time + offset)
-    if isinstance(event, SpeakerFix):
+    if isinstance(event, (SpeakerFix, SoundEvent)):
         return dataclasses.replace(event, start=event.start + offset, end=event.end + offset)
     return event

@@ -64,9 +64,10 @@ class EngineWorker(QObject):
         source_factory: ``(specs, backend) -> [source]``, not started; ``backend`` is a
             :class:`ModelRate` when the sources are made before the model loads (the live ones
             are then started at once, see :mod:`captioner.engine.capture_first`).
-        pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings][, speakers=SpeakerOptions])
-            -> Pipeline`` (``turns`` is passed only when the config has turn settings; ``speakers``
-            only when the config has speaker options and the factory takes that keyword).
+        pipeline_factory: ``(backend, sources, on_event[, turns=TurnSettings][, speakers=SpeakerOptions]
+            [, sounds=SoundOptions]) -> Pipeline`` (``turns`` is passed only when the config has turn
+            settings; ``speakers`` and ``sounds`` only when the config has them and the factory takes
+            that keyword).
 
     Signals (every payload is a plain Python object; connect with the default
     (auto/queued) connection from the GUI thread):
@@ -260,6 +261,8 @@ class EngineWorker(QObject):
             extra = {"turns": config.turns} if config.turns is not None else {}
             if config.speakers is not None and takes_keyword(self.pipeline_factory, "speakers"):
                 extra["speakers"] = config.speakers  # who is speaking (issue 38)
+            if getattr(config, "sounds", None) is not None and takes_keyword(self.pipeline_factory, "sounds"):
+                extra["sounds"] = config.sounds  # sounds that are not speech (issue 49)
             self._run = EventGate()
             self._pipeline = self.pipeline_factory(self.backend, sources, self._run.wrap(self._on_event), **extra)
             self._pipeline.start()

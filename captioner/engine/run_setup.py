@@ -54,6 +54,9 @@ class EngineConfig:
         speakers: who is speaking (a :class:`captioner.speakers.options.SpeakerOptions`), handed
             to a pipeline factory that takes a ``speakers`` keyword; ``None`` = not given
             (the pipeline's default: off).
+        sounds: sound captions (a :class:`captioner.engine.sound_captions.SoundOptions`, issue 49),
+            handed to a pipeline factory that takes a ``sounds`` keyword; ``None`` = not given
+            (the pipeline's default: off).
     """
 
     backend: str = "default"
@@ -65,6 +68,7 @@ class EngineConfig:
     options: tuple[tuple[str, Any], ...] = ()
     turns: Any = None
     speakers: Any = None
+    sounds: Any = None
 
     def backend_key(self) -> tuple:
         """What identifies a loaded backend: a run with the same key reuses it."""
@@ -163,10 +167,11 @@ def default_source_factory(specs: Sequence[SourceSpec], backend: Any) -> list:
 
 
 def default_pipeline_factory(
-    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None, speakers: Any = None
+    backend: Any, sources: list, on_event: Callable[[Event], None], turns: Any = None, speakers: Any = None,
+    sounds: Any = None,
 ) -> Pipeline:
     """The Qt-free live pipeline, ``captioner.engine.live.LiveCaptioner`` (``turns``: TurnSettings or None;
-    ``speakers``: SpeakerOptions or None, off)."""
+    ``speakers``: SpeakerOptions or None, off; ``sounds``: SoundOptions or None, off)."""
     from captioner.engine.live import LiveCaptioner
 
-    return LiveCaptioner(backend, sources, on_event, turns=turns, speakers=speakers)
+    return LiveCaptioner(backend, sources, on_event, turns=turns, speakers=speakers, sounds=sounds)

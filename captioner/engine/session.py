@@ -31,7 +31,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from typing import Sequence
+from collections import deque
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -39,8 +40,11 @@ from captioner.asr.base import Backend, PendingLine, StepResult, StepRow, resolv
 from captioner.asr.vad_stream import SpeechAhead
 from captioner.engine.batcher import BatchEngine
 from captioner.engine.turns import HeadActivity, TurnDetector, TurnSettings
-from captioner.events import Event, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
+from captioner.events import Event, SoundEvent, Stats, TextDelta, TurnBoundary, VadProbabilities, with_source
 from captioner.speakers.tracker import SpeakerTracker
+
+if TYPE_CHECKING:
+    from captioner.engine.sound_captions import SoundTracker
 
 #: Stream seconds a model's boundary waits for the turn's first text before it is dropped.
 HOLD_BOUNDARY_S = 2.0
@@ -86,6 +90,11 @@ class StreamingSession:
             turn handling off (the backend's boundaries pass through unchanged).
         speakers: who is speaking (issue 38): the tracker that labels this source's final
             text with speaker ids (``TextDelta.speaker``) from its audio; ``None``: no labels.
+        sounds: sounds that are not speech (issue 49): the
+            :class:`~captioner.engine.sound_captions.SoundTracker` that runs this source's sound
+            detector on every block pushed; its :class:`~captioner.events.SoundEvent` s come out
+            with the events of the first chunk decoded at or after their end (so a file read ahead
+            gives them in the same place as one fed block by block); ``None``: no sound captions.
 
     Attributes:
         buffer: ``[n] float32`` audio not yet decoded plus the overlap tail.
@@ -96,7 +105,7 @@ class StreamingSession:
 
     def __init__(
         self, engine: BatchEngine | Backend, source: str = "", turns: TurnSettings | bool | None = None,
-        speakers: SpeakerTracker | None = None,
+        speakers: SpeakerTracker | None = None, sounds: SoundTracker | None = None,
     ) -> None:
         self.engine = engine if isinstance(engine, BatchEngine) else BatchEngine.shared(engine)
         self.backend = self.engine.backend
@@ -109,6 +118,8 @@ class StreamingSession:
         if self.turn_mode == "audio":
             self.detector = TurnDetector(self.turn_settings, self.geometry.sample_rate, source=source)
         self.speakers = speakers
+        self.sounds = sounds
+        self._sound_out: deque[Event] = deque()  # sound events (and its notice) waiting for their chunk
         self.start()
 
     # -- public API -------------------------------------------------------------------------
@@ -136,6 +147,9 @@ class StreamingSession:
             self.detector.reset()
         if self.speakers is not None:
             self.speakers.reset()
+        self._sound_out.clear()
+        if self.sounds is not None:
+            self.sounds.reset()
 
     @property
     def sample_rate(self) -> int:
@@ -242,6 +256,8 @@ class StreamingSession:
                 self._speech.feed(arr, self.samples_in)
             if self.speakers is not None:
                 self.speakers.feed(arr, self.samples_in)
+            if self.sounds is not None:
+                self._sound_out.extend(self.sounds.feed(arr, self.samples_in))
             self.buffer = np.concatenate([self.buffer, arr]) if self.buffer.size else arr.copy()
             self.samples_in += arr.size
 
@@ -334,7 +350,19 @@ class StreamingSession:
         if self._held and not self._text_since_turn and not self._partial_open \
                 and now - self._held[0].time > HOLD_BOUNDARY_S:
             self._held = []  # a model's boundary with no words in its turn: nothing ended
-        return self.speakers.label(out) if self.speakers is not None else out
+        out = self.speakers.label(out) if self.speakers is not None else out
+        return out + self._sounds_due(now) if self._sound_out else out
+
+    def _sounds_due(self, now: float | None) -> list[Event]:
+        """The sound events (and a sound-model notice) detected in audio up to stream time ``now``
+        (s; None: all of them), in order; they never pass through the turn rules or the speakers."""
+        due: list[Event] = []
+        while self._sound_out:
+            ev = self._sound_out[0]
+            if now is not None and isinstance(ev, SoundEvent) and ev.end > now + 1e-6:
+                break
+            due.append(self._sound_out.popleft())
+        return due
 
     def _route(self, ev: Event, out: list[Event], from_backend: bool) -> None:
         """Append ``ev`` to ``out`` by the turn rules; may hold back a boundary until its text is in."""
@@ -389,6 +417,9 @@ class StreamingSession:
         self._held = []
         if self.speakers is not None:
             out = self.speakers.label(out) + self.speakers.finish()  # the second pass's last corrections
+        if self.sounds is not None:
+            self._sound_out.extend(self.sounds.finish())
+        out += self._sounds_due(None)
         if not self._text_since_turn:
             return out
         self._text_since_turn = False

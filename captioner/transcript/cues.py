@@ -29,6 +29,12 @@ speaker or an unattributed source speaks), or, for WebVTT (``voices=True``), not
 text at all: every such cue carries ``Cue.speaker`` for a voice span. Unattributed
 segments keep the source labels above, so a transcript without speakers gives the same
 cues as before.
+
+Sounds (issue 49): a sound caption's segment (``Segment.sound``) is a cue of its own with the
+bracketed text (``"[music]"``, the captioning convention), labelled with its source like an
+unattributed segment but never with a speaker, and it does not end a run of one speaker.
+It lies on its own track: a speech cue is never cut short by a sound cue of its source (nor
+the other way round), so ``[music]`` may show at the same time as the words spoken over it.
 """
 
 from __future__ import annotations
@@ -190,6 +196,7 @@ class Cue:
         source: source label of the segment it came from.
         speaker: the display name of the segment's speaker when the cue carries it apart
             from its text (``make_cues(voices=True)``, a WebVTT voice span); else ``""``.
+        sound: the sound's word ("music") of a sound caption's cue; ``""`` for speech.
     """
 
     start_ms: int
@@ -197,6 +204,7 @@ class Cue:
     lines: tuple[str, ...]
     source: str = ""
     speaker: str = ""
+    sound: str = ""
 
     @property
     def start(self) -> float:
@@ -288,7 +296,7 @@ def segment_cues(
         cue_end = start_ms + span * done // total
         labelled = label and (label_every_cue or not cues)
         shown = (label + group[0],) + tuple(group[1:]) if labelled else tuple(group)
-        cues.append(Cue(cue_start, cue_end, shown, segment.source, speaker))
+        cues.append(Cue(cue_start, cue_end, shown, segment.source, speaker, getattr(segment, "sound", "")))
     return cues
 
 
@@ -329,7 +337,9 @@ def make_cues(
     shown_last = None  # who the previous segment (time order) was shown as
     for seg in segs:
         every, speaker = True, ""
-        if seg.speaker:
+        if getattr(seg, "sound", ""):  # a sound caption: its source's label at most, and the speaker run goes on
+            label = f"{seg.source}: " if label_sources and seg.source else ""
+        elif seg.speaker:
             name = " ".join(str(names.get(seg.speaker) or seg.speaker).split())
             if voices:
                 label, speaker = "", name
@@ -351,16 +361,17 @@ def make_cues(
         starts.append(previous)
     min_ms = max(1, _ms(min_duration))
     out: list[Cue | None] = [None] * len(raw)
-    next_start: dict[str, int] = {}
+    next_start: dict[tuple[str, bool], int] = {}
     for i in range(len(raw) - 1, -1, -1):
         cue, start = raw[i], starts[i]
+        track = (cue.source, bool(cue.sound))  # speech and sounds of one source: two tracks
         end = max(cue.end_ms, start + min_ms)
-        following = next_start.get(cue.source)
+        following = next_start.get(track)
         if following is not None:
             end = min(end, following)  # following > start: starts strictly increase
         end = max(end, start + 1)
-        out[i] = Cue(start, end, cue.lines, cue.source, cue.speaker)
-        next_start[cue.source] = start
+        out[i] = Cue(start, end, cue.lines, cue.source, cue.speaker, cue.sound)
+        next_start[track] = start
     return [cue for cue in out if cue is not None]
 
 

@@ -13,6 +13,8 @@ A journal is a JSON Lines file (UTF-8, one JSON object per line) in
   speaker; ``name`` "" cleared it);
 - ``{"type": "speaker_fix", "source", "start", "end", "speaker"}`` per ``SpeakerFix`` (the
   speakers' second pass corrected a label, issue 51);
+- ``{"type": "sound", "source", "start", "end", "label", "score"}`` per ``SoundEvent`` (a sound
+  that is not speech started, issue 49: ``label`` "music", ``score`` its probability 0-1);
 - ``{"type": "close", "closed": ISO time, "reason": ...}`` when the session ends cleanly.
 
 Reading them back (recovery, the unfinished ones to offer) is :mod:`captioner.transcript.journal_recovery`,
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from captioner import paths
-from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
+from captioner.events import Event, SoundEvent, SpeakerFix, TextDelta, TurnBoundary
 from captioner.transcript.model import SpeakerRename, clean_name
 
 JOURNAL_VERSION = 1
@@ -109,6 +111,11 @@ def _record_for(event: Event) -> dict[str, Any] | None:
             return None
         return {"type": "speaker_fix", "source": event.source, "start": event.start, "end": event.end,
                 "speaker": event.speaker}
+    if isinstance(event, SoundEvent):
+        if not isinstance(event.label, str) or not event.label.strip():
+            return None
+        return {"type": "sound", "source": event.source, "start": event.start, "end": event.end,
+                "label": event.label, "score": event.score}
     return None
 
 
@@ -195,7 +202,8 @@ class Journal:
 
     # ------------------------------------------------------------- writing
     def enqueue(self, event: Event) -> bool:
-        """Queue the record of a final ``TextDelta``, a ``TurnBoundary`` or a ``SpeakerRename`` in memory (no I/O).
+        """Queue the record of a final ``TextDelta``, a ``TurnBoundary``, a ``SpeakerRename``, a ``SpeakerFix``
+        or a ``SoundEvent`` in memory (no I/O).
 
         Returns:
             True if a record was queued, False if the event is not journaled

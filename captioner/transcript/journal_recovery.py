@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from captioner import paths
-from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
+from captioner.events import Event, SoundEvent, SpeakerFix, TextDelta, TurnBoundary
 from captioner.transcript.journal import JOURNAL_SUFFIX, Journal, JournalError, _explain
 from captioner.transcript.model import SpeakerRename, Transcript
 
@@ -53,7 +53,7 @@ def _float(value: Any) -> float | None:
 
 def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
     """Turn journal records back into events (``TextDelta(final=True)`` / ``TurnBoundary`` /
-    ``SpeakerRename`` / ``SpeakerFix``).
+    ``SpeakerRename`` / ``SpeakerFix`` / ``SoundEvent``).
 
     Records with missing or wrongly typed fields are skipped; a text record with a speaker
     that is not a string keeps its text, unattributed.
@@ -83,6 +83,12 @@ def events_from_records(records: Iterable[dict[str, Any]]) -> list[Event]:
             speaker, start, end = rec.get("speaker"), _float(rec.get("start")), _float(rec.get("end"))
             if isinstance(speaker, str) and speaker and start is not None and end is not None:
                 events.append(SpeakerFix(start, end, speaker, source))
+        elif rec["type"] == "sound":
+            label, start, end, score = rec.get("label"), _float(rec.get("start")), _float(rec.get("end")), \
+                _float(rec.get("score"))
+            if isinstance(label, str) and label.strip() and start is not None:
+                events.append(SoundEvent(start, end if end is not None else start, label,
+                                         1.0 if score is None else score, source))
     return events
 
 

@@ -12,6 +12,10 @@
   past and future, is shown and saved under the name (``display_label``).
 - a ``SpeakerFix`` (issue 51: the speakers' second pass corrected a label) gives every
   segment of its source that lies at least half inside its time span its speaker.
+- a ``SoundEvent`` (issue 49: a sound that is not speech started, "[music]") is a closed
+  segment of its own (``sound`` set, ``boundary="sound"``, text ``"[music]"``): it never
+  joins, splits or closes a speech segment, never gets a speaker, and does not move its
+  source's clock (speech decoded later may start before it).
 - any other event is ignored.
 
 Speakers (issue 38): a final delta's ``speaker`` is a stable id ("Speaker 1", ...; ""
@@ -44,7 +48,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from captioner.events import Event, SpeakerFix, TextDelta, TurnBoundary
+from captioner.events import Event, SoundEvent, SpeakerFix, TextDelta, TurnBoundary
 
 #: Close an open segment once it spans more than this many stream seconds.
 MAX_SEGMENT_S = 20.0
@@ -58,6 +62,8 @@ BOUNDARY_OPEN = ""
 BOUNDARY_LENGTH = "length"
 BOUNDARY_SENTENCE = "sentence"
 BOUNDARY_SPEAKER = "speaker"
+#: ``Segment.boundary`` of a sound caption's segment (issue 49).
+BOUNDARY_SOUND = "sound"
 #: Longest speaker name kept (characters); longer names are cut.
 MAX_NAME_CHARS = 60
 
@@ -102,6 +108,8 @@ class Segment:
             still open.
         speaker: the speaker id of its text ("Speaker 1"; ``""``: not attributed). Its
             display name is the transcript's (``Transcript.display_label``).
+        sound: for a sound caption (issue 49), the sound's word ("music", "phone ringing"),
+            the ``text`` being its bracketed caption ``"[music]"``; ``""`` for speech.
     """
 
     source: str
@@ -111,6 +119,7 @@ class Segment:
     turn_end: bool = False
     boundary: str = BOUNDARY_OPEN
     speaker: str = ""
+    sound: str = ""
 
     @property
     def is_open(self) -> bool:
@@ -127,8 +136,15 @@ class Segment:
                 (``label``, else the id) and ``"speaker_id"`` (the id, ``""`` when not
                 attributed) after ``"source"``; an unattributed segment without ``label``
                 gives exactly the keys above.
+
+        A sound caption's dict also holds ``"sound"`` (the word, ``"music"``) after ``"text"``
+        (``"[music]"``), and never a speaker.
         """
         out: dict[str, Any] = {"source": self.source}
+        if self.sound:
+            out.update(start=self.start, end=self.end, text=self.text.strip(), sound=self.sound,
+                       turn_end=self.turn_end, boundary=self.boundary)
+            return out
         if label is not None or self.speaker:
             out["speaker"] = label if label is not None else self.speaker
             out["speaker_id"] = self.speaker
@@ -197,6 +213,7 @@ class Transcript:
         self._sources: list[str] = []
         self._speakers: list[str] = []  # speaker ids in order of first final text
         self._names: dict[str, str] = {}  # speaker id -> the name the user gave it
+        self._sound_end = 0.0  # latest end (s) of a sound caption
 
     # ------------------------------------------------------------------ input
     def add(self, event: Event) -> list[Segment]:
@@ -222,6 +239,8 @@ class Transcript:
             return self._add_turn(event)
         if isinstance(event, SpeakerRename):
             self.rename_speaker(event.speaker, event.name)
+        if isinstance(event, SoundEvent):
+            return self._add_sound(event)
         return []
 
     def extend(self, events: Iterable[Event]) -> list[Segment]:
@@ -271,6 +290,26 @@ class Transcript:
             return closed + [self._close(source, turn_end=False, boundary=BOUNDARY_SENTENCE)]
         return closed
 
+    def _add_sound(self, sound: SoundEvent) -> list[Segment]:
+        """A sound caption: its own closed segment, in time order (the source's clock, its open
+        segment and its last closed speech segment stay as they were)."""
+        label = " ".join(str(sound.label or "").split()) if isinstance(sound.label, str) else ""
+        label = label.strip("[]").strip()
+        if not label:
+            return []
+        source = sound.source if isinstance(sound.source, str) else ""
+        self._note_source(source)
+        start = max(_finite(sound.start, 0.0), 0.0)
+        end = max(_finite(sound.end, start), start)
+        self._sound_end = max(self._sound_end, end)
+        seg = Segment(source, start, end, f"[{label}]", False, BOUNDARY_SOUND, "", label)
+        key = (seg.start, self._count)
+        index = bisect.bisect_right(self._keys, key)
+        self._keys.insert(index, key)
+        self._closed.insert(index, seg)
+        self._count += 1
+        return [seg]
+
     def _add_turn(self, turn: TurnBoundary) -> list[Segment]:
         source = turn.source
         self.turns.append(turn)
@@ -319,7 +358,8 @@ class Transcript:
             # nothing that starts this much earlier reaches the fix
             if seg.start < fix.start - 2 * self.max_segment_s:
                 break
-            if seg.source == fix.source and seg.speaker != fix.speaker and inside(seg.start, seg.end):
+            if seg.source == fix.source and seg.speaker != fix.speaker and not seg.sound \
+                    and inside(seg.start, seg.end):
                 self._closed[i] = replace(seg, speaker=fix.speaker)
                 changed.append(self._closed[i])
         seg = self._open.get(fix.source)
@@ -396,8 +436,9 @@ class Transcript:
         return self.speaker_name(segment.speaker) or segment.source
 
     def final_text(self, source: str) -> str:
-        """Every final delta of ``source`` concatenated verbatim, in arrival order."""
-        parts = [s.text for s in self._closed if s.source == source]
+        """Every final delta of ``source`` concatenated verbatim, in arrival order (sound captions
+        are not part of it)."""
+        parts = [s.text for s in self._closed if s.source == source and not s.sound]
         if source in self._open:
             parts.append(self._open[source].text())
         return "".join(parts)
@@ -412,8 +453,8 @@ class Transcript:
 
     @property
     def duration(self) -> float:
-        """Latest end time (s) of any final segment, 0.0 when empty."""
-        return max(self._clock.values(), default=0.0)
+        """Latest end time (s) of any final segment (a sound caption's too), 0.0 when empty."""
+        return max(max(self._clock.values(), default=0.0), self._sound_end)
 
     def __len__(self) -> int:
         return len(self.segments)
@@ -421,6 +462,7 @@ class Transcript:
 
 __all__ = [
     "BOUNDARY_LENGTH",
+    "BOUNDARY_SOUND",
     "BOUNDARY_OPEN",
     "BOUNDARY_SENTENCE",
     "BOUNDARY_SPEAKER",

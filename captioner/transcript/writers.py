@@ -25,6 +25,11 @@ Speakers (issue 38; see ``cues.py``): TXT and SRT prefix the speaker's display n
 ``"speaker"`` (display label; the source label for unattributed text) and ``"speaker_id"``
 plus a top-level ``"speakers"`` list of ``{"id", "name"}``. A transcript without speakers
 is written byte for byte as before (no speaker fields).
+
+Sounds (issue 49): a sound caption (``Segment.sound``) is its own line in TXT
+(``[00:01:05] [music]``, with the source label where sources are labelled), its own bracketed
+cue in SRT and WebVTT, and a segment with ``"sound": "music"`` (and ``"text": "[music]"``, no
+speaker) in JSON. The mask never touches it (it is not speech).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ class TranscriptWriteError(RuntimeError):
 def _segments(transcript: Transcript | Iterable[Segment], mask: Mask = None) -> list[Segment]:
     segs = transcript.segments if isinstance(transcript, Transcript) else list(transcript)
     segs = sorted((s for s in segs if s.text.strip()), key=lambda s: s.start)
-    return segs if mask is None else [replace(s, text=mask(s.text)) for s in segs]
+    return segs if mask is None else [s if s.sound else replace(s, text=mask(s.text)) for s in segs]
 
 
 def _names(transcript: Transcript | Iterable[Segment]) -> dict[str, str]:
@@ -117,7 +122,10 @@ def format_txt(
     shown_last = None  # who the previous line was said by, as shown
     for seg in segs:
         prefix = f"[{_hms(seg.start)}] " if timestamps else ""
-        if seg.speaker:
+        if seg.sound:  # a sound caption: never a speaker; the run of the speaker around it goes on
+            if label_sources and seg.source:
+                prefix += f"{seg.source}: "
+        elif seg.speaker:
             label = _speaker_label(seg, names)
             if label != shown_last:
                 prefix += f"{label}: "
@@ -200,7 +208,8 @@ def format_json(transcript: Transcript | Iterable[Segment], *, indent: int | Non
     """JSON document: ``{"format", "version", "metadata", "sources", "segments": [...]}``.
 
     Each segment is ``{"source", "start", "end" (s, stream time), "text" (stripped),
-    "turn_end", "boundary"}``; ``"turns"`` lists every turn boundary as ``{"source", "time"
+    "turn_end", "boundary"}``; a sound caption's also has ``"sound"`` (``"music"``; its text is
+    ``"[music]"``, its boundary ``"sound"``) and never a speaker; ``"turns"`` lists every turn boundary as ``{"source", "time"
     (s), "kind", "probability"}`` (semantic-VAD end-of-turn probability, 1.0 when the
     backend gave none). Non-ASCII text is stored as is (UTF-8), not escaped. ``mask`` is
     applied to each segment's text; a masked file says so (``metadata["masked"]`` true).

@@ -18,6 +18,7 @@ from captioner.ui.caption_page import CaptionPageService
 from captioner.ui.icons import application_icon
 from captioner.ui.main_thread_gc import MainThreadGC
 from captioner.ui.main_window import MainWindow
+from captioner.ui.name_alerts import NameAlerts
 from captioner.ui.overlay import CaptionOverlay, always_on_top_note
 from captioner.ui.overlay_window import DISPLAY_NAME
 from captioner.ui.placement import first_run_placement
@@ -36,6 +37,7 @@ class CaptionerApp:
 
     Attributes:
         overlay, window, tray: the parts, for tests and scripts.
+        alerts: the :class:`~captioner.ui.name_alerts.NameAlerts` (issue 49).
     """
 
     def __init__(self, settings: Settings | None = None, controller: EngineController | None = None) -> None:
@@ -59,6 +61,14 @@ class CaptionerApp:
         self.caption_page.problem.connect(lambda text: self.window.messages.show_message(text, "warning",
                                                                                          "caption_page"))
         self.apply_caption_page()
+        # issue 49: someone else said a listed name -> the overlay, a desktop notification (after the window)
+        self.alerts = NameAlerts(self.settings, self.overlay, self.tray,
+                                 name_of=lambda sid: self.window.recorder.transcript.speaker_name(sid),
+                                 parent=self.window)
+        self.window.controller.event.connect(self.alerts.on_event)
+        self.window.run_starting.connect(lambda: self.alerts.begin_run(
+            spec.label for spec in self.window.sources.specs() if spec.kind == "microphone"))
+        self.window.controller.stopped.connect(self.alerts.end_run)
         self._shut = False
 
     def show(self) -> None:
@@ -107,6 +117,7 @@ class CaptionerApp:
         dialog.applied.connect(self.window.apply_shortcuts)
         dialog.applied.connect(self.window.apply_text_mask)
         dialog.applied.connect(self.apply_caption_page)
+        dialog.applied.connect(self.alerts.apply_settings)
         dialog.applied.connect(lambda: self.window.click_through_action.setChecked(self.overlay.click_through))
         # while it is open the desktop-wide keys are released, so they can be typed into its key fields
         self.window.shortcuts.suspend()

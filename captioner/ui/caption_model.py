@@ -25,6 +25,14 @@ rewriting themselves"):
   rename) only when its speaker differs from the previous line's; ``"every"`` labels every
   attributed line; ``"off"`` shows the source label as before. A line opened by a partial
   takes its source's last speaker until its first final text says who it is.
+* Sounds (issue 49): a :class:`~captioner.events.SoundEvent` is a closed line of its own,
+  ``CaptionLine.sound`` set and the text its bracketed caption (:func:`sound_caption`:
+  ``"[phone ringing]"``, ``"♪ [music]"``), in the order things were heard: its source's open line
+  closes first when all its words are final and its sentence ended (or the sound started
+  :data:`SOUND_GAP_S` after it), so the next words start a line below the sound; a line with words
+  still being said (music under speech) stays below it, at the bottom. It never joins a speech line, never gets a speaker, is never masked, and a
+  speaker label "at a change" looks past it (a sound between two lines of one speaker does not
+  label the second again).
 * Only the newest lines are kept (``history`` closed lines plus every open line);
   the view shows as many of them as fit its line limit.
 * With a ``mask`` (the profanity filter), ``final`` and ``partial`` hold the masked text
@@ -40,12 +48,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from captioner.events import Event, TextDelta, TurnBoundary, VoiceActivity
+from captioner.events import Event, SoundEvent, TextDelta, TurnBoundary, VoiceActivity
 
 #: Indicator states, strongest first (the dot shows the strongest of all sources).
 INDICATOR_STATES = ("speaking", "pause", "turn_over", "idle")
 #: :attr:`CaptionModel.speaker_labels` values: never, at a change of speaker, on every line.
 SPEAKER_LABEL_MODES = ("off", "change", "every")
+#: A sound that starts this long (s) after its source's open line's last final closes that line.
+SOUND_GAP_S = 0.5
+#: Sound words shown with a musical note before their brackets (the captioning convention for music).
+MUSIC_WORDS = ("music", "singing", "song")
+#: The glyph before a music caption (U+266A EIGHTH NOTE: in DejaVu Sans and every common UI font).
+MUSIC_GLYPH = "\u266a"
+
+
+def sound_caption(label: str) -> str:
+    """What a view shows for a sound (issue 49): ``"[label]"``, preceded by a musical note for
+    music (``"♪ [music]"``), so it reads apart from speech by its brackets and glyph, never by
+    colour alone."""
+    text = " ".join(str(label or "").split()).strip("[]").strip()
+    if not text:
+        return ""
+    note = any(word in text.lower().split() for word in MUSIC_WORDS)
+    return f"{MUSIC_GLYPH} [{text}]" if note else f"[{text}]"
 
 
 @dataclass
@@ -70,6 +95,7 @@ class CaptionLine:
             (the source's last speaker) until its first final text.
         before: who the line before it was said by (``speaker`` or ``"\0" + source``; ``None``:
             nobody), for the "at a change" label.
+        sound: the sound's word ("music") of a sound caption's line; ``""`` for speech.
     """
 
     source: str
@@ -85,6 +111,7 @@ class CaptionLine:
     raw_partial: str = ""
     speaker: str = ""
     before: str | None = None
+    sound: str = ""
 
     @property
     def who(self) -> str:
@@ -153,6 +180,8 @@ class CaptionModel:
         """
         if isinstance(event, TextDelta):
             changed = self._text(event)
+        elif isinstance(event, SoundEvent):
+            changed = self._sound(event)
         elif isinstance(event, TurnBoundary):
             changed = self._turn(event.source)
         elif isinstance(event, VoiceActivity):
@@ -247,8 +276,8 @@ class CaptionModel:
 
     # -- internals -----------------------------------------------------------------------------
     def _show(self, line: CaptionLine) -> None:
-        """Set what ``line`` shows from its raw text (masked when there is a mask)."""
-        if self.mask is None:
+        """Set what ``line`` shows from its raw text (masked when there is a mask; a sound never is)."""
+        if self.mask is None or line.sound:
             line.final, line.partial = line.raw_final, line.raw_partial
             return
         shown = self.mask(line.raw_final + line.raw_partial)
@@ -271,11 +300,37 @@ class CaptionModel:
         self._serial += 1
         line = CaptionLine(source=source, start=start, end=start, serial=self._serial,
                            speaker=self._last_speaker.get(source, "") if speaker is None else speaker,
-                           before=self.lines[-1].who if self.lines else self._dropped_who)
+                           before=self._last_who())
         line.label = self._label(line)
         self.lines.append(line)
         self._open[source] = line
         return line
+
+    def _last_who(self) -> str | None:
+        """Who said the newest line that is not a sound (the pruned one's when none is kept)."""
+        for line in reversed(self.lines):
+            if not line.sound:
+                return line.who
+        return self._dropped_who
+
+    def _sound(self, ev: SoundEvent) -> bool:
+        """A sound caption: one closed line above the open lines (see the module docstring)."""
+        text = sound_caption(ev.label) if isinstance(ev.label, str) else ""
+        if not text:
+            return False
+        self._serial += 1
+        line = CaptionLine(source=ev.source, start=ev.start, end=ev.end, closed=True, serial=self._serial,
+                           raw_final=text, final=text, sound=ev.label, before=self._last_who())
+        line.label = self._label(line)
+        mine = self._open.get(ev.source)
+        if mine is not None and mine.raw_final and not mine.raw_partial.strip() and (
+                mine.raw_final.rstrip().endswith((".", "?", "!")) or ev.start >= mine.end + SOUND_GAP_S):
+            self._close(mine)  # its words were all said before the sound: the next words go below it
+        at = len(self.lines)
+        while at > 0 and not self.lines[at - 1].closed:  # the words being said stay at the bottom
+            at -= 1
+        self.lines.insert(at, line)
+        return True
 
     def _text(self, ev: TextDelta) -> bool:
         line = self._open.get(ev.source)
@@ -360,6 +415,6 @@ class CaptionModel:
         closed = [ln for ln in self.lines if ln.closed]
         excess = len(closed) - self.history
         if excess > 0:
-            self._dropped_who = closed[excess - 1].who
+            self._dropped_who = next((ln.who for ln in reversed(closed[:excess]) if not ln.sound), self._dropped_who)
             drop = set(id(ln) for ln in closed[:excess])
             self.lines = [ln for ln in self.lines if id(ln) not in drop]

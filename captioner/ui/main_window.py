@@ -47,7 +47,7 @@ from captioner.ui.run_events import RunEvents
 from captioner.ui.save_panel import SavePanel
 from captioner.ui.session_model import SessionModel
 from captioner.ui.settings import (Keys, Settings, hotword_backend_options, profanity_filter, turn_backend_options,
-                                   speaker_options, turn_settings)
+                                   sound_options, speaker_options, turn_settings)
 from captioner.ui.shortcuts import ShortcutBinder
 from captioner.ui.source_panel import SourcePanel
 from captioner.ui.speaker_labels import SpeakerLabels
@@ -332,7 +332,7 @@ class MainWindow(RunEvents, TranscriptFiles, Closing, QMainWindow):
         fields["options"] = (tuple(fields.get("options", ())) + turn_backend_options(self.settings, fields["backend"])
                              + hotword_backend_options(self.settings, fields["backend"]))
         return EngineConfig(sources=tuple(self.sources.specs()), **fields, turns=turn_settings(self.settings),
-                            speakers=speaker_options(self.settings))
+                            speakers=speaker_options(self.settings), sounds=sound_options(self.settings))
 
     def toggle_running(self) -> None:
         """Start when idle, otherwise stop (or cancel a model load)."""

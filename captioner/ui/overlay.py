@@ -48,6 +48,7 @@ from captioner.ui.overlay_place import clamp_rect, screen_key
 from captioner.ui.overlay_text import VisualLine, contrast_ratio, lay_out, panel_over, relative_luminance
 from captioner.ui.overlay_words import WordImages, paint_lines
 from captioner.ui.overlay_stacking import DialogStacking
+from captioner.ui.overlay_alert import OverlayAlert
 from captioner.ui.overlay_notice import OverlayNotice
 from captioner.ui.overlay_shape import OpaqueShape
 from captioner.ui.overlay_window import TITLE, always_on_top_note, overlay_flags, system_move_allowed
@@ -64,7 +65,7 @@ MAX_LINES = int(Keys.OVERLAY_LINES.maximum)
 INDICATOR_ROOM = int(DOT_INSET + 2 * DOT_RADIUS + 4 - MARGIN)
 
 
-class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNotice, QWidget):
+class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayAlert, OverlayNotice, QWidget):
     """The caption window.
 
     Args:
@@ -248,13 +249,14 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
             painter.setPen(frame)
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5), 10, 10)
-            if not self._shown and not self.notice_text():  # a notice is read alone, not over the hint
+            if not self._shown and not self.notice_text() and not self.alert_text():  # read alone, not over the hint
                 self._paint_hint(painter)
         state, speech = self.model.indicator
         paint_indicator(painter, self.indicator_rect(), state, speech, self.text_color, self.outline_color)
         lh = self._line_height()
         paint_lines(painter, self._shown, MARGIN, self.height() - MARGIN - lh * len(self._shown), lh,
                     self.caption_font, self.text_color, self.partial_color, self.outline_color, self._words)
+        self.paint_alert_frame(painter)  # issue 49: a name alert frames the whole overlay
         painter.end()
 
     # -- the empty-state hint and the indicator ----------------------------------------------------
@@ -389,6 +391,7 @@ class CaptionOverlay(RememberedGeometry, DialogStacking, OpaqueShape, OverlayNot
         super().resizeEvent(event)
         self._layout_rev = -1
         self._place_notice()
+        self._place_alert()
         if not self._restoring and self.isVisible():
             self.forget_wanted_place()
             self._save_timer.start()

@@ -81,7 +81,8 @@ class OpaqueShape:
         """Without a compositor, cut the window to what is drawn (X shows transparent pixels black):
         an idle click-through overlay was a black box over the windows below."""
         state = self.model.indicator[0]
-        panel = bool(self._shown) or bool(self.notice_text())  # a notice needs the whole window too
+        # a notice or a name alert needs the whole window too
+        panel = bool(self._shown) or bool(self.notice_text()) or bool(self.alert_text())
         key = (panel, not self._click_through, state != "idle", self.width(), self.height())
         if compositing_active() is not False:
             key = None

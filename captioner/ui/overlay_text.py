@@ -9,7 +9,10 @@ layout pass and its paint event.
 * wrapping by Qt's Unicode line breaker (QTextLayout, UAX #14), so Chinese/Japanese text
   without spaces and mixed CJK/Latin wrap within the width;
 * a line above the newest one is shown whole or not at all (:func:`roll_up`), so the roll-up
-  never leaves a stray tail of the previous turn ("to-day.") alone on the top line.
+  never leaves a stray tail of the previous turn ("to-day.") alone on the top line;
+* a sound caption (issue 49, ``CaptionLine.sound``) is drawn italic with its brackets (and a
+  musical note for music, :func:`~captioner.ui.caption_model.sound_caption`), and when it sits
+  right above the newest line it keeps its one row (:func:`roll_up`).
 """
 
 from __future__ import annotations
@@ -94,7 +97,9 @@ def roll_up(collected: list, rows: int) -> list:
     Returns:
         The newest caption line's last ``rows`` visual lines, then older caption lines above it
         only while each fits *whole* (a turn's tail fragment alone on the top line reads as a
-        stray word).
+        stray word). A sound caption right above the newest line keeps one row when ``rows > 1``
+        (the newest line then gets one row less): it is shown once it is heard, not once the
+        turn being said ends, and it takes no more than its one line.
     """
     groups: list[list] = []
     for entry in collected:
@@ -103,12 +108,14 @@ def roll_up(collected: list, rows: int) -> list:
         else:
             groups.append([entry])
     shown: list = []
+    reserve = int(rows > 1 and len(groups) > 1 and bool(getattr(groups[-2][0][2], "sound", ""))
+                  and not getattr(groups[-1][0][2], "sound", ""))
     for group in reversed(groups):
         room = rows - len(shown)
         if room <= 0:
             break
         if not shown:
-            shown = group[-room:]
+            shown = group[-(room - reserve):]
         elif len(group) <= room:
             shown = group + shown
         else:
@@ -138,6 +145,8 @@ def lay_out(lines: list[CaptionLine], font: QFont, width: float, rows: int, part
     partial_fmt.setForeground(partial_color)
     label_fmt = QTextCharFormat()
     label_fmt.setFontWeight(QFont.Weight.Bold)
+    sound_fmt = QTextCharFormat()
+    sound_fmt.setFontItalic(True)
     collected: list[tuple[QTextLayout, int, CaptionLine]] = []
     trims: list[tuple[CaptionLine, int]] = []
     for line in lines:
@@ -152,6 +161,10 @@ def lay_out(lines: list[CaptionLine], font: QFont, width: float, rows: int, part
         if n_label:
             r = QTextLayout.FormatRange()
             r.start, r.length, r.format = 0, n_label, label_fmt
+            fmts.append(r)
+        if getattr(line, "sound", "") and line.final:  # a sound caption: italic, apart from speech
+            r = QTextLayout.FormatRange()
+            r.start, r.length, r.format = n_label, len(line.final), sound_fmt
             fmts.append(r)
         if line.partial:
             r = QTextLayout.FormatRange()

@@ -31,7 +31,8 @@ _Q = 8  # sub-pixel steps of a word's position
 
 
 def _chunks(text: str, a: int, b: int, n_label: int, n_final: int):
-    """``(start, end, kind)`` of the non-space runs of ``text[a:b]``, kind 0 label, 1 final, 2 partial."""
+    """``(start, end, kind)`` of the non-space runs of ``text[a:b]``, kind 0 label, 1 final, 2 partial
+    (the caller makes a sound caption's final text kind 3: italic, so never the same image)."""
     cuts = sorted({a, b, *(c for c in (n_label, n_final) if a < c < b)})
     for lo, hi in zip(cuts, cuts[1:]):
         kind = 0 if lo < n_label else 1 if lo < n_final else 2
@@ -110,7 +111,9 @@ def paint_lines(painter: QPainter, shown: list, left: float, top: float, line_he
         iy = math.floor(y)
         fy = round((y - iy) * _Q)
         pieces = []
+        sound = bool(getattr(line, "sound", ""))
         for s, e, kind in _chunks(line.text, a, b, n_label, n_final):
+            kind = 3 if sound and kind == 1 else kind
             x = origin.x() + tl.cursorToX(s)[0]
             ix = math.floor(x)
             fx = round((x - ix) * _Q)
@@ -121,7 +124,7 @@ def paint_lines(painter: QPainter, shown: list, left: float, top: float, line_he
             def render(s=s, e=e, kind=kind, x=x, fx=fx):
                 # the word's glyphs with its start at (fx/_Q, fy/_Q) from its integer position
                 at = QPointF(origin.x() - x + fx / _Q, origin.y() - y + fy / _Q)
-                fill_colour = text_color if kind < 2 else partial_color
+                fill_colour = partial_color if kind == 2 else text_color
                 return _render(glyph_path(tl, s, e - s, at), pad, dpr, width, shadow_offset, shadow_colour,
                                outline_color, fill_colour)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from captioner.engine.qt_emit import emit
-from captioner.events import Event, Notice, TextDelta
+from captioner.events import Event, Notice, SoundEvent, TextDelta
 from captioner.transcript import (
     LiveTranscript,
     Transcript,
@@ -110,7 +110,7 @@ class TranscriptRecorder(QObject):
         if self.live is None:
             return
         problem = self.live.add(event)
-        if isinstance(event, TextDelta) and event.final and event.text:
+        if isinstance(event, TextDelta) and event.final and event.text or isinstance(event, SoundEvent):
             self._generation += 1
         if problem is not None:
             emit(self.notice, problem)

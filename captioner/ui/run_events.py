@@ -13,7 +13,7 @@ import math
 from PySide6.QtCore import QTimer
 
 from captioner.engine.qt_emit import emit
-from captioner.events import Event, Level, Notice, Stats, TextDelta, TurnBoundary, VoiceActivity
+from captioner.events import Event, Level, Notice, SoundEvent, Stats, TextDelta, TurnBoundary, VoiceActivity
 from captioner.ui.messages import CAPTURE_STATE_CODES, gap_line, notice_row_code
 
 #: Backlog (s of audio waiting) above which the user is told the model is falling behind.
@@ -97,8 +97,8 @@ class RunEvents:
             self.transcript_view.apply_event(ev)
             if isinstance(ev, TextDelta) and ev.final and ev.text.strip():
                 self.session.text_arrived()
-        elif isinstance(ev, VoiceActivity):
-            self.overlay.apply_event(ev)
+        elif isinstance(ev, (VoiceActivity, SoundEvent)):  # a sound: the overlay's line; the pane's comes
+            self.overlay.apply_event(ev)  # as a closed segment from the recorder (issue 49)
         elif isinstance(ev, Level):
             meter = self._meters.get(ev.source)
             if meter is not None:

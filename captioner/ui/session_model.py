@@ -24,7 +24,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from captioner.engine.qt_emit import emit
-from captioner.events import TextDelta, TurnBoundary
+from captioner.events import SoundEvent, TextDelta, TurnBoundary
 from captioner.transcript import Transcript, format_transcript, write_transcript
 from captioner.transcript.writers import format_from_path, write_text_atomic
 from captioner.ui.recorder import TranscriptRecorder
@@ -77,6 +77,9 @@ def combine(transcripts: list[Transcript], gap_s: float = RUN_GAP_S) -> Transcri
             ids[speaker] = speaker if same else f"{speaker} (run {number})"
             merged.rename_speaker(ids[speaker], name)
         for seg in segments:
+            if seg.sound:  # a sound caption stays one (issue 49), never text of a speech line
+                merged.add(SoundEvent(seg.start + offset, seg.end + offset, seg.sound, 1.0, seg.source))
+                continue
             closed = merged.add(TextDelta(seg.text, seg.start + offset, seg.end + offset, True, seg.source,
                                           speaker=ids.get(seg.speaker, "")))
             if seg.turn_end or not closed:

@@ -26,7 +26,7 @@ from typing import Any, Generic, Sequence, TypeVar
 
 from PySide6.QtCore import QSettings
 
-from captioner.asr.hotword_list import DEFAULT_BOOST, MAX_BOOST, MAX_HOTWORDS, MIN_BOOST
+from captioner.asr.hotword_list import DEFAULT_BOOST, MAX_BOOST, MAX_HOTWORDS, MIN_BOOST, merge_hotwords
 
 T = TypeVar("T")
 
@@ -185,12 +185,23 @@ class Keys:
     ANNOUNCE_LINES = Key("transcript/announce_lines", bool, True,
                          doc="Announce finished lines to screen readers (politely, speaker first; never partial text)")
 
+    # -- name alerts (issue 49; captioner.transcript.alerts) --------------------------------
+    ALERT_WORDS = Key("alerts/words", list, [],
+                      doc="Names or words to be alerted to when someone else says them (the overlay shows it, "
+                          "a desktop notification is sent); they join the hotwords, so the model writes them")
+    ALERT_SOUND = Key("alerts/sound", bool, False, doc="Play a sound with each name alert")
+
     # -- speakers (issue 38; captioner.speakers) -------------------------------------------
     SPEAKER_MODE = Key("speakers/mode", str, "auto", ("auto", "off", "max"),
                        doc="Label who is speaking in system audio and files: automatically, off, or with "
                            "at most a number of speakers (the microphone is always its own label)")
     SPEAKER_MAX = Key("speakers/max_speakers", int, 4, minimum=1, maximum=20,
                       doc="The most speakers to tell apart when the speaker labels have a limit (1-20)")
+
+    # -- sounds (issue 49; captioner.engine.sound_captions) ---------------------------------
+    SOUNDS_ENABLED = Key("sounds/enabled", bool, True,
+                         doc='Caption sounds that are not speech ("[music]", "[phone ringing]", "[siren]", '
+                             '"[applause]", ...), styled apart from speech')
 
     # -- shortcuts (QKeySequence portable text) ---------------------------------------------
     SHORTCUT_START_STOP = Key("shortcuts/start_stop", str, "Ctrl+Shift+S", doc="Start or stop captioning")
@@ -269,8 +280,10 @@ def turn_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str,
 
 def hotword_backend_options(settings: "Settings", backend: str) -> tuple[tuple[str, object], ...]:
     """``load_backend`` options that carry the user's hotwords and boost to the built-in and
-    the remote model (none for the others, or when the list is empty)."""
+    the remote model (none for the others, or when the list is empty); the name alerts' words
+    (:data:`Keys.ALERT_WORDS`) join the hotwords, without duplicates."""
     words = tuple(str(w).strip() for w in settings.get(Keys.HOTWORDS) if str(w).strip())
+    words = merge_hotwords(words, map(str, settings.get(Keys.ALERT_WORDS)))  # alert words are heard too
     if backend not in ("default", "remote") or not words:
         return ()
     return (("hotwords", words), ("hotword_boost", settings.get(Keys.HOTWORD_BOOST)))
@@ -285,6 +298,14 @@ def speaker_options(settings: "Settings"):
     if mode == "off":
         return OFF
     return SpeakerOptions(True, settings.get(Keys.SPEAKER_MAX)) if mode == "max" else AUTO
+
+
+def sound_options(settings: "Settings"):
+    """The :class:`~captioner.engine.sound_captions.SoundOptions` the user chose (Settings ->
+    "Caption sounds", on by default); it reaches the engine at the next Start."""
+    from captioner.engine.sound_captions import OFF, ON  # pure Python: the model loads with the run
+
+    return ON if settings.get(Keys.SOUNDS_ENABLED) else OFF
 
 
 def profanity_filter(settings: "Settings"):

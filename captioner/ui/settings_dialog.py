@@ -29,7 +29,9 @@ from PySide6.QtWidgets import (
 
 from captioner.asr.hotword_list import HotwordError, check_hotwords, default_model_spelling, parse_hotwords
 from captioner.engine.qt_emit import emit
+from captioner.transcript.alerts import AlertWordError
 from captioner.transcript.profanity import normalise_words
+from captioner.ui.alert_settings import AlertSettingsBox
 from captioner.ui.caption_page import CaptionPageBox
 from captioner.ui.colour_presets import CUSTOM, PRESETS, matching_preset, preset_named
 from captioner.ui.global_shortcuts.keys import ComboError, check_global, parse
@@ -200,6 +202,14 @@ class SettingsDialog(QDialog):
         self.profanity_allowed.setPlaceholderText("listed words to show as they are, comma-separated")
         self.profanity_allowed.setToolTip(Keys.PROFANITY_ALLOWED.doc)
         form.addRow("Never mask:", self.profanity_allowed)
+        # after the masking rows, not between the mask check box and its fields
+        self.caption_sounds = QCheckBox("Caption so&unds (music, ringing, sirens, applause, ...)")
+        self.caption_sounds.setChecked(s.get(Keys.SOUNDS_ENABLED))
+        self.caption_sounds.setAccessibleName("Caption sounds")
+        self.caption_sounds.setAccessibleDescription('Sounds that are not speech are captioned in brackets, such as '
+                                                     '"[music]" or "[phone ringing]". Takes effect at the next Start.')
+        self.caption_sounds.setToolTip(Keys.SOUNDS_ENABLED.doc + ". Takes effect at the next Start.")
+        form.addRow(self.caption_sounds)
         self.hotwords = QPlainTextEdit("\n".join(map(str, s.get(Keys.HOTWORDS))))
         self.hotwords.setPlaceholderText("Names and terms, one per line, as they should be written, e.g.\n"
                                          "Siobhan\nKubernetes")
@@ -253,6 +263,8 @@ class SettingsDialog(QDialog):
         # speakers: the window's SpeakerLabels (issue 38: labels on/off/N, overlay mode, renames)
         self.speakers = SpeakerSettingsBox(settings, speakers)
         body.addWidget(self.speakers)
+        self.alerts = AlertSettingsBox(settings)  # issue 49: name alerts (their words join the hotwords)
+        body.addWidget(self.alerts)
         body.addWidget(self.caption_page)
         body.addStretch(1)
         self.scroll.setWidget(content)
@@ -372,6 +384,12 @@ class SettingsDialog(QDialog):
             self.error_label.setText(f"Hotwords: {exc}.")
             self.error_label.setVisible(True)
             return False
+        try:
+            alert_words = self.alerts.word_list(hotwords)
+        except AlertWordError as exc:
+            self.error_label.setText(f"Alert words: {exc}.")
+            self.error_label.setVisible(True)
+            return False
         s = self.settings
         s.set(Keys.HOTWORDS, hotwords)
         s.set(Keys.HOTWORD_BOOST, float(self.hotword_boost.value()))
@@ -391,6 +409,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.SYSTEM_LABEL, self.system_label.text().strip() or Keys.SYSTEM_LABEL.default)
         s.set(Keys.FILE_LABEL, self.file_label.text().strip())
         s.set(Keys.MASK_PROFANITY, self.mask_profanity.isChecked())
+        s.set(Keys.SOUNDS_ENABLED, self.caption_sounds.isChecked())
         s.set(Keys.PROFANITY_EXTRA, normalise_words(self.profanity_extra.text()))
         s.set(Keys.PROFANITY_ALLOWED, normalise_words(self.profanity_allowed.text()))
         s.set(Keys.SHORTCUT_START_STOP, self.shortcut_start.keySequence().toString())
@@ -398,6 +417,7 @@ class SettingsDialog(QDialog):
         s.set(Keys.SHORTCUT_CLICK_THROUGH, self.shortcut_click.keySequence().toString())
         self.caption_page.apply(s)
         self.speakers.apply(s)
+        self.alerts.apply(s, alert_words)
         s.sync()
         emit(self.applied)
         return True

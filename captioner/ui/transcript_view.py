@@ -25,6 +25,12 @@ never a partial); a line's label is its speaker, else its source's label, but ne
 name (:attr:`TranscriptView.prefixes` maps a file source's label to ``""``); and the pane's
 accessible description tells the line under the caret with its time in words ("1 minute 5
 seconds"), while the screen keeps ``[1:05]``.
+
+A sound caption (issue 49, a segment with ``sound``) is a line of its own, ``[0:42] ♪ [music]``
+(:func:`~captioner.ui.caption_model.sound_caption`: brackets, and a musical note for music), set
+in italics: apart from speech by its brackets, glyph and slant, never by colour alone. Its label
+is its source's, never a speaker's; it is announced like a line ("Meeting: [music]") and never
+touches the text not yet final under the pane.
 """
 
 from __future__ import annotations
@@ -33,12 +39,13 @@ import html
 from typing import NamedTuple
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QPalette, QTextCursor
+from PySide6.QtGui import QColor, QPalette, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from captioner.engine.qt_emit import emit
 from captioner.events import Event, TextDelta, TurnBoundary
 from captioner.ui.accessibility import LineAnnouncer, spoken_duration
+from captioner.ui.caption_model import sound_caption
 from captioner.ui.overlay import contrast_ratio
 from captioner.ui.qt_helpers import format_time
 
@@ -193,7 +200,11 @@ class TranscriptView(QWidget):
         current, self.speaker_name = self.speaker_name, speaker_name
         try:
             for seg in segments:
-                if seg.text.strip():
+                if getattr(seg, "sound", "") and sound_caption(seg.sound):  # a sound caption, as it was shown
+                    label, text = self.prefixes.get(seg.source, seg.source), sound_caption(seg.sound)
+                    block = self.append_line(segment_line(label, seg.start, text), italic=True)
+                    self._raw_lines[block] = (label, seg.start, text)
+                elif seg.text.strip():
                     label = self.line_label(seg)
                     block = self.append_line(segment_line(label, seg.start, self._shown(seg.text)))
                     self._raw_lines[block] = (label, seg.start, seg.text)
@@ -223,6 +234,8 @@ class TranscriptView(QWidget):
         Returns:
             True when a new line with text was added.
         """
+        if getattr(seg, "sound", ""):
+            return self._show_sound(seg)
         key = (seg.source, seg.start, seg.text)
         label = self.line_label(seg)
         line = segment_line(label, seg.start, self._shown(seg.text))
@@ -247,6 +260,21 @@ class TranscriptView(QWidget):
             added = True
         self._render_live()
         return added
+
+    def _show_sound(self, seg) -> bool:
+        """A sound caption's line (see the module docstring), once."""
+        key = (seg.source, seg.start, seg.text)
+        text = sound_caption(seg.sound)
+        if key in self._segment_blocks or not text:
+            return False
+        if self._separator_pending:
+            self._separator_pending = False
+            self.append_line(NEW_SESSION)
+        label = self.prefixes.get(seg.source, seg.source)  # a sound is never a speaker's
+        self._segment_blocks[key] = block = self.append_line(segment_line(label, seg.start, text), italic=True)
+        self._raw_lines[block] = (label, seg.start, text)
+        self.announcer.line_finished(label, seg.text.strip())
+        return True
 
     # -- text --------------------------------------------------------------------------------
     def _dropped(self) -> int:
@@ -290,9 +318,10 @@ class TranscriptView(QWidget):
         self._render_live()  # the open text of that speaker too
         return changed
 
-    def append_line(self, line: str) -> int:
+    def append_line(self, line: str, italic: bool = False) -> int:
         """Append one line to the pane; returns its line number (counted from the first line ever
-        appended; it stays the same when older lines leave the top of the pane).
+        appended; it stays the same when older lines leave the top of the pane). ``italic``: set
+        the line in italics (a sound caption).
 
         The user's selection and scroll position stay as they were (they may be reading
         back or copying); a pane scrolled to the end with nothing selected follows the
@@ -307,8 +336,12 @@ class TranscriptView(QWidget):
         doc = ed.document()
         end = QTextCursor(doc)
         end.movePosition(QTextCursor.MoveOperation.End)
-        # one insertion per line (its block separator included): a screen reader hears the line once
-        end.insertText(line if doc.isEmpty() else "\n" + line)
+        # one insertion per line (its block separator included): a screen reader hears the line once;
+        # its own format, so a line after an italic one is upright again
+        fmt = QTextCharFormat()
+        if italic:
+            fmt.setFontItalic(True)
+        end.insertText(line if doc.isEmpty() else "\n" + line, fmt)
         self._appended += 1
         restored = QTextCursor(doc)  # a cursor at the old end would have moved with the insertion
         restored.setPosition(anchor)

@@ -48,11 +48,13 @@ class TrayIcon(QObject):
         if self.available:
             self.icon.show()
 
-    def notify(self, text: str, ms: int = 8000) -> bool:
-        """Show ``text`` as a tray message; False where the desktop cannot (no tray, no messages)."""
+    def notify(self, text: str, ms: int = 8000, title: str = "captioner",
+               icon: QSystemTrayIcon.MessageIcon = QSystemTrayIcon.MessageIcon.Warning) -> bool:
+        """Show ``text`` as a tray message titled ``title`` for ``ms``; False where the desktop
+        cannot (no tray, no messages)."""
         if not self.available or not self.icon.supportsMessages():
             return False
-        self.icon.showMessage("captioner", text, QSystemTrayIcon.MessageIcon.Warning, ms)
+        self.icon.showMessage(title, text, icon, ms)
         return True
 
     def set_state(self, state: str) -> None:

