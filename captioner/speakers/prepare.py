@@ -34,13 +34,13 @@ be written it is built in memory for the run (about 1 s). Nothing is downloaded.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from captioner.paths import package_folder
 from captioner.speakers.graph_cache import cache_base, cached_graph
 from captioner.speakers.torch_checkpoint import SpeakerModelError, read_checkpoint
 
@@ -63,14 +63,11 @@ def checkpoint_path() -> Path:
     Raises:
         SpeakerModelError: the package or its file is not installed.
     """
-    bundled = Path(getattr(sys, "_MEIPASS", "")) / "resemblyzer" / "pretrained.pt"
-    if getattr(sys, "frozen", False) and bundled.is_file():  # the frozen app carries the file alone
-        return bundled
-    spec = importlib.util.find_spec("resemblyzer")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_folder("resemblyzer", "pretrained.pt")  # the frozen app carries the file alone
+    if folder is None:
         raise SpeakerModelError("the speaker model is not installed (pip package 'resemblyzer'); "
                                 "run: pip install --no-deps 'resemblyzer==0.1.4'")
-    path = Path(list(spec.submodule_search_locations)[0]) / "pretrained.pt"
+    path = folder / "pretrained.pt"
     if not path.is_file():
         raise SpeakerModelError(f"the speaker model file {path} is missing; reinstall it: "
                                 "pip install --force-reinstall --no-deps 'resemblyzer==0.1.4'")
