@@ -123,12 +123,12 @@ def test_disk_failure_at_save_keeps_text_in_journal(wav, tmp_path, capsys, data_
     import errno
     import os
 
-    from captioner.transcript import writers
+    from captioner.transcript import atomic_write
 
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(writers.os, "replace", full_disk)
+    monkeypatch.setattr(atomic_write.os, "replace", full_disk)
     assert main(["transcribe", str(wav), "-o", str(tmp_path / "out.srt")]) == 1
     err = capsys.readouterr().err
     assert "disk is full" in err and "Journal: " in err

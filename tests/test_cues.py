@@ -10,7 +10,7 @@ from captioner.transcript.cues import (
     segment_cues,
     wrap_text,
 )
-from captioner.transcript.model import Segment
+from captioner.transcript.segment import Segment
 
 LATIN = (
     "Le café était très agréable, über alles: this sentence is long enough to need "
@@ -118,7 +118,7 @@ def test_lines_are_balanced_instead_of_leaving_a_stub():
 
 def test_short_caption_stays_on_one_line():
     from captioner.transcript.cues import make_cues
-    from captioner.transcript.model import Segment
+    from captioner.transcript.segment import Segment
 
     (cue,) = make_cues([Segment("You", 0.0, 1.0, "w1 w2 w3 w4 w5")])
     assert list(cue.lines) == ["w1 w2 w3 w4 w5"]

@@ -19,7 +19,8 @@ import pytest
 from captioner.commands.backend_options import check_output_path
 from captioner.events import TextDelta
 from captioner.transcript.model import Transcript
-from captioner.transcript.writers import TranscriptWriteError, format_transcript, write_transcript
+from captioner.transcript.atomic_write import TranscriptWriteError
+from captioner.transcript.writers import format_transcript, write_transcript
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,8 +22,9 @@ from captioner.speakers.tracker import SpeakerTracker
 from captioner.transcript.journal import Journal
 from captioner.transcript.journal_recovery import read_journal, recover
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.model import BOUNDARY_SPEAKER, SpeakerRename, Transcript
+from captioner.transcript.model import SpeakerRename, Transcript
 from captioner.transcript.profanity import ProfanityFilter
+from captioner.transcript.segment import BOUNDARY_SPEAKER
 from captioner.transcript.writers import format_transcript
 
 CALL = "call.wav"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from captioner.events import Level, Stats, TextDelta, TurnBoundary
-from captioner.transcript.model import Segment, Transcript
+from captioner.transcript.model import Transcript
+from captioner.transcript.segment import Segment
 
 
 def final(text, start, end, source="You"):

@@ -14,11 +14,12 @@ import srt
 import webvtt
 
 from captioner.events import TextDelta, TurnBoundary
-from captioner.transcript import writers as writers_mod
+from captioner.transcript import atomic_write
+from captioner.transcript.atomic_write import TranscriptWriteError
 from captioner.transcript.cues import display_width
-from captioner.transcript.model import Segment, Transcript
+from captioner.transcript.model import Transcript
+from captioner.transcript.segment import Segment
 from captioner.transcript.writers import (
-    TranscriptWriteError,
     format_transcript,
     write_json,
     write_srt,
@@ -172,7 +173,7 @@ def test_failed_write_keeps_old_file_and_explains(tmp_path, monkeypatch):
         real_write(fd, bytes(data[:5]))
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(writers_mod.os, "write", full)
+    monkeypatch.setattr(atomic_write.os, "write", full)
     with pytest.raises(TranscriptWriteError) as info:
         write_srt(build(), target)
     assert "disk is full" in str(info.value) and str(target) in str(info.value)

@@ -201,7 +201,8 @@ def deliver_transcript(transcript, output: str | None, fmt: str, mask=None) -> s
     Returns:
         None on success, else the error message (names the file, the cause and the journal).
     """
-    from captioner.transcript.writers import TranscriptWriteError, format_transcript, write_transcript
+    from captioner.transcript.atomic_write import TranscriptWriteError
+    from captioner.transcript.writers import format_transcript, write_transcript
 
     if not output:
         sys.stdout.write(format_transcript(transcript, fmt, mask=mask))
@@ -223,7 +224,7 @@ def check_output_path(path: str | None) -> str | None:
     """
     if not path:
         return None
-    from captioner.transcript.writers import resolve_output
+    from captioner.transcript.atomic_write import resolve_output
 
     if os.path.isdir(path):
         return f"-o {path} is a folder; give a file name such as {os.path.join(path, 'transcript.srt')}"

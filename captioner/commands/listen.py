@@ -6,7 +6,7 @@ appends every final text and turn to the autosave journal (``captioner.transcrip
 fsynced at once) so a crash loses nothing. ``--duration`` stops
 after that many seconds; Ctrl-C (or SIGTERM/SIGHUP), at any moment once the sources
 are being opened, stops cleanly and flushes the last words; a second one skips the
-audio still queued.
+audio still queued. What is printed, and how: :mod:`captioner.commands.listen_output`.
 
 The live sources (microphone, system audio) open *before* the model loads
 (:mod:`captioner.engine.capture_first`): what is said from the command on is queued
@@ -37,13 +37,10 @@ microphone says WORD, ``ALERT: "WORD" said by Meeting at 00:01:23`` is printed
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from captioner.asr.base import BackendError
@@ -61,16 +58,11 @@ from captioner.commands.backend_options import (
 )
 from captioner.caption_page import cli as caption_page_cli
 from captioner.commands import alert_cli
+from captioner.commands.listen_output import Collector
 from captioner.engine.stopping import DRAIN_S, FLUSH_S, stop_within  # noqa: F401 - DRAIN_S/FLUSH_S: listen's bound
-from captioner.events import Event, Notice, SoundEvent, TextDelta
+from captioner.transcript.atomic_write import TranscriptWriteError
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.writers import (
-    FORMATS,
-    TranscriptWriteError,
-    format_from_path,
-    format_transcript,
-    write_transcript,
-)
+from captioner.transcript.writers import FORMATS, format_from_path, format_transcript, write_transcript
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -106,94 +98,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     alert_cli.add_arguments(p)
     caption_page_cli.add_arguments(p)
     return p
-
-
-@dataclass
-class _Collector:
-    """Prints the event stream live and feeds the transcript + journal (``LiveTranscript``)."""
-
-    out: TextIO
-    err: TextIO
-    live: LiveTranscript
-    partials: bool = True
-    mask: Any = None  # text mask for what is printed (--mask-profanity), or None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    failures: list = field(default_factory=list)  # error notices (backend failure, device lost)
-    finished: bool = False
-    page: Any = None  # the caption page's hub (--serve-captions), or None
-    page_server: Any = None  # its server, stopped by finish()
-    alerts: Any = None  # --alert: the AlertPrinter, or None
-    _partial_shown: bool = False
-
-    def __call__(self, ev: Event) -> None:
-        with self.lock:
-            if self.finished:  # a model call left running after a bounded stop: its text comes too late
-                return
-            self._notice(self.live.add(ev))
-            if self.page is not None:
-                self.page.publish(ev)  # queues only: the page's own thread does the rest
-            if isinstance(ev, TextDelta):
-                self._delta(ev)
-            elif isinstance(ev, SoundEvent):
-                self._clear_partial()  # a line of its own, never inside a line of speech
-                print(f"[{ev.source}] (sound) {ev.caption}", file=self.out, flush=True)
-            elif isinstance(ev, Notice) and ev.code != "stopped":
-                if ev.severity == "error":
-                    self.failures.append(ev)
-                self._clear_partial()
-                print(f"[{ev.source or 'captioner'}] {ev.severity}: {ev.message}", file=self.err, flush=True)
-            if self.alerts is not None:  # after the line that holds the word
-                self.alerts.feed(ev)
-
-    def tick(self) -> None:
-        """Print the name alerts whose hold is over (the wait loop calls it every 0.1 s)."""
-        if self.alerts is not None:
-            with self.lock:
-                if not self.finished:
-                    self.alerts.tick()
-
-    def _delta(self, ev: TextDelta) -> None:
-        if not ev.final:
-            if self.partials and self.out.isatty():
-                self._clear_partial()
-                if ev.text:
-                    width = shutil.get_terminal_size((80, 24)).columns - 1
-                    line = f"[{ev.source}] {self._shown(ev.text)}"
-                    self.out.write(line if len(line) <= width else line[: width - 3] + "...")
-                    self.out.flush()
-                    self._partial_shown = True
-            return
-        if not ev.text.strip():
-            return
-        self._clear_partial()
-        who = self.live.transcript.speaker_name(ev.speaker) or ev.source  # "Speaker 2" (or its name), else the source
-        print(f"[{who}] {self._shown(ev.text.strip())}", file=self.out, flush=True)
-
-    def _shown(self, text: str) -> str:
-        return text if self.mask is None else self.mask(text)
-
-    def _notice(self, notice: Notice | None) -> None:
-        if notice is not None:
-            self._clear_partial()
-            print(f"captioner: {notice.severity}: {notice.message}", file=self.err, flush=True)
-
-    def _clear_partial(self) -> None:
-        if self._partial_shown:
-            self.out.write("\r\x1b[2K")
-            self._partial_shown = False
-
-    def finish(self) -> None:
-        """Close open segments and the journal; clear a partial line on the terminal."""
-        with self.lock:
-            if self.finished:
-                return
-            self.finished = True
-            if self.alerts is not None:
-                self.alerts.finish()
-            self._notice(self.live.close())
-            self._clear_partial()
-        if self.page_server is not None:  # after the last words: viewers saw them
-            self.page_server.stop()
 
 
 def _load_backend(args: argparse.Namespace) -> Any:
@@ -395,10 +299,10 @@ def _caption(args: argparse.Namespace, backend: Any, sources: list, fmt: str, ou
         args.journal_dir, backend=backend.describe(), sources=[s.label for s in sources]
     )
     mask = text_mask(args)
-    collector = _Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
-    collector._notice(notice)
+    collector = Collector(out, err, transcript, partials=not args.no_partials, mask=mask)
+    collector.show_notice(notice)
     collector.alerts = alert_cli.printer(args, sources, out, transcript.transcript.speaker_name,
-                                         before=collector._clear_partial)
+                                         before=collector.clear_partial)
     try:
         collector.page, collector.page_server = caption_page_cli.start(args, mask, err)
     except RuntimeError as exc:  # CaptionPageError: port in use (another one offered), aiohttp missing

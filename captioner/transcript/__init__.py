@@ -1,22 +1,25 @@
 """captioner.transcript: segments and turns, the autosave journal, and TXT/SRT/WebVTT/JSON writers.
 
-- ``model``: ``Segment`` and the ``Transcript`` builder fed with ``captioner.events``.
+- ``segment``: ``Segment``, a run of final text of one source, and its JSON form.
+- ``model``: the ``Transcript`` builder of segments, fed with ``captioner.events``.
 - ``journal``: append-only fsynced JSON Lines journal.
 - ``journal_recovery``: reading journals back: ``recover``, ``find_unfinished``, ``prune_closed``.
 - ``cues``: segments -> readable subtitle cues (2 lines, 42 columns / 16 CJK characters).
 - ``writers``: UTF-8, atomic TXT/SRT/VTT/JSON files.
+- ``atomic_write``: the atomic (or, for pipes and devices, in-place) UTF-8 write and ``TranscriptWriteError``.
 - ``journal_writer``: ``JournalWriter`` writes and fsyncs a journal on a thread of its own.
 - ``live``: ``LiveTranscript`` = transcript + journal (via its writer), journal failures as ``Notice`` events.
 """
 
+from captioner.transcript.atomic_write import TranscriptWriteError
 from captioner.transcript.cues import Cue, make_cues
 from captioner.transcript.journal import Journal, JournalError
 from captioner.transcript.journal_recovery import find_unfinished, mark_closed, prune_closed, read_journal, recover
 from captioner.transcript.live import LiveTranscript
-from captioner.transcript.model import Segment, SpeakerRename, Transcript
+from captioner.transcript.model import SpeakerRename, Transcript
+from captioner.transcript.segment import Segment
 from captioner.transcript.writers import (
     FORMATS,
-    TranscriptWriteError,
     format_transcript,
     write_json,
     write_srt,

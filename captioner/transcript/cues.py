@@ -45,7 +45,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from captioner.transcript.model import Segment
+from captioner.transcript.segment import Segment
 
 #: Lines per cue (Netflix / BBC: two lines).
 MAX_LINES = 2

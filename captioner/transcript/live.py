@@ -19,7 +19,8 @@ from typing import Iterable
 from captioner.events import Event, Notice
 from captioner.transcript.journal import Journal, JournalError
 from captioner.transcript.journal_writer import JournalWriter
-from captioner.transcript.model import Segment, SpeakerRename, Transcript
+from captioner.transcript.model import SpeakerRename, Transcript
+from captioner.transcript.segment import Segment
 
 
 class LiveTranscript:

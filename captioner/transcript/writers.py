@@ -1,10 +1,12 @@
 """Saving a transcript as TXT, SRT, WebVTT or JSON.
 
 Every file is UTF-8 (never the OS code page) with ``\\n`` line ends, written
-atomically: the bytes go to a temporary file beside the real target (symlinks are
-followed), are fsynced, and then replace it with ``os.replace``, so a full disk or a
-crash never leaves half a file over a good one. Named pipes, devices and
-``/dev/stdout`` are written in place, as a shell redirection would.
+atomically (:func:`captioner.transcript.atomic_write.write_text_atomic`: the bytes go to a
+temporary file beside the real target (symlinks are followed), are fsynced, and then replace
+it with ``os.replace``, so a full disk or a crash never leaves half a file over a good one).
+Named pipes, devices and ``/dev/stdout`` are written in place, as a shell redirection would.
+A file that cannot be written raises
+:class:`~captioner.transcript.atomic_write.TranscriptWriteError`.
 
 Cue times are stream time relative to the session start (never wall-clock), strictly
 increasing, ``start < end`` (see ``cues.make_cues``). SRT is composed by the ``srt``
@@ -34,11 +36,8 @@ speaker) in JSON. The mask never touches it (it is not speech).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import secrets
-import stat
 from datetime import timedelta
 from pathlib import Path
 from dataclasses import replace
@@ -48,8 +47,10 @@ import srt
 import webvtt
 
 from captioner import __version__
+from captioner.transcript.atomic_write import write_text_atomic
 from captioner.transcript.cues import Cue, make_cues
-from captioner.transcript.model import Segment, Transcript
+from captioner.transcript.model import Transcript
+from captioner.transcript.segment import Segment
 
 #: Formats and their file suffixes.
 FORMATS = ("txt", "srt", "vtt", "json")
@@ -57,20 +58,6 @@ JSON_FORMAT_NAME = "captioner-transcript"
 JSON_VERSION = 1
 #: A text mask: ``str -> str`` of the same length (e.g. a ``ProfanityFilter``), or None.
 Mask = Callable[[str], str] | None
-
-
-class TranscriptWriteError(RuntimeError):
-    """A transcript file could not be written. The message names the file and the fix.
-
-    Attributes:
-        path: the target file.
-        errno: the OS error number or None.
-    """
-
-    def __init__(self, message: str, path: str | os.PathLike, err: int | None = None):
-        super().__init__(message)
-        self.path = Path(path)
-        self.errno = err
 
 
 def _segments(transcript: Transcript | Iterable[Segment], mask: Mask = None) -> list[Segment]:
@@ -262,136 +249,6 @@ def format_transcript(transcript: Transcript | Iterable[Segment], fmt: str, **op
     return formatters[key](transcript, **options)
 
 
-def _explain(exc: OSError) -> str:
-    if exc.errno == errno.ENOSPC or exc.errno == getattr(errno, "EDQUOT", -1):
-        return "the disk is full. Free some space or save to another drive"
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "permission denied (read-only, or the file is open in another program). Choose another folder or close that program"
-    if exc.errno == errno.ENOTDIR:
-        return "part of the path is a file, not a folder. Choose an existing folder"
-    if exc.errno == errno.ENOENT:
-        return "the folder does not exist. Choose an existing folder"
-    if exc.errno == errno.EISDIR:
-        return "that is a folder. Choose a file name"
-    return f"{exc.strerror or exc}. Try another folder"
-
-
-def resolve_output(path: str | os.PathLike) -> tuple[Path, bool]:
-    """Where a transcript for ``path`` really goes, and whether it is written in place.
-
-    - A symlink (also one whose target does not exist yet) is followed to its real
-      target, so ``notes.srt -> ~/Sync/notes.srt`` updates the synced file and keeps the link.
-    - A FIFO, a character/block device or a socket (``/dev/full``, a named pipe,
-      ``/dev/stdout`` on a terminal or pipe), and anything under ``/dev`` or ``/proc``
-      (``/dev/stdout`` redirected to a file, ``/dev/fd/N``), is written *in place*: opened
-      and written like a shell redirection, never replaced by a regular file.
-    - Everything else is a regular file written atomically beside itself.
-
-    Returns:
-        ``(target, in_place)``: the path to write and True for an in-place write.
-    """
-    given = Path(path)
-    absolute = Path(os.path.abspath(given))
-    if absolute.parts[1:2] in (("dev",), ("proc",)):
-        return given, True
-    try:
-        st = os.stat(given)  # follows symlinks
-    except OSError:
-        st = None
-    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-        return given, True
-    if given.is_symlink():
-        return Path(os.path.realpath(given)), False
-    return given, False
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _write_in_place(target: Path, data: bytes) -> None:
-    """Write ``data`` to an existing pipe, device or /dev path as a shell redirection would."""
-    fd = os.open(target, os.O_WRONLY | os.O_TRUNC if target.is_file() else os.O_WRONLY)
-    try:
-        _write_all(fd, data)
-        try:
-            os.fsync(fd)
-        except OSError as exc:  # pipes, terminals and most devices cannot be fsynced
-            if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EROFS, errno.EBADF):
-                raise
-    finally:
-        os.close(fd)
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Temp file beside ``target`` + fsync + ``os.replace``; keeps an existing file's mode."""
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except OSError:
-        mode = None
-    tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-    fd = None
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        _write_all(fd, data)
-        os.fsync(fd)
-        os.close(fd)
-        fd = None
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` as UTF-8 to ``path``: atomically for files, in place for pipes and devices.
-
-    A regular file gets a temporary file beside it, fsynced, then ``os.replace``: a full
-    disk or a crash never leaves half a file over a good one, and an existing file keeps
-    its permissions. A symlink is followed and its real target is replaced atomically
-    (the link stays a link). Named pipes, devices and ``/dev/stdout``-style paths are
-    written directly (see :func:`resolve_output`).
-
-    Returns:
-        The path written (the symlink's real target when ``path`` is a symlink).
-
-    Raises:
-        TranscriptWriteError: the folder is missing or read-only, the disk is full
-            (also ``/dev/full``), or the target is a folder. An old file is untouched.
-    """
-    given = Path(path)
-    data = text.encode("utf-8")
-    target = given
-    try:
-        if given.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(given))
-        target, in_place = resolve_output(given)
-        if in_place:
-            _write_in_place(target, data)
-        else:
-            _write_atomic(target, data)
-    except OSError as exc:
-        raise TranscriptWriteError(
-            f"Could not save the transcript to {given}: {_explain(exc)}. "
-            "Nothing was lost: every word is in the autosave journal.",
-            given,
-            exc.errno,
-        ) from exc
-    return target
-
-
 def format_from_path(path: str | os.PathLike) -> str:
     """The format named by ``path``'s suffix, lower-case (``.webvtt`` -> "vtt"); "" without one.
 
@@ -437,7 +294,6 @@ def write_json(transcript: Transcript | Iterable[Segment], path: str | os.PathLi
 
 __all__ = [
     "FORMATS",
-    "TranscriptWriteError",
     "format_json",
     "format_srt",
     "format_transcript",
@@ -445,7 +301,6 @@ __all__ = [
     "format_vtt",
     "write_json",
     "write_srt",
-    "write_text_atomic",
     "write_transcript",
     "write_txt",
     "write_vtt",

@@ -26,7 +26,8 @@ from PySide6.QtCore import QObject, Signal
 from captioner.engine.qt_emit import emit
 from captioner.events import SoundEvent, TextDelta, TurnBoundary
 from captioner.transcript import Transcript, format_transcript, write_transcript
-from captioner.transcript.writers import format_from_path, write_text_atomic
+from captioner.transcript.atomic_write import write_text_atomic
+from captioner.transcript.writers import format_from_path
 from captioner.ui.recorder import TranscriptRecorder
 from captioner.ui.transcript_view import NEW_SESSION, RECOVERED_SESSION
 

@@ -14,7 +14,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel
 
 from captioner.events import TextDelta
-from captioner.transcript.model import Segment
+from captioner.transcript.segment import Segment
 from captioner.ui.accessibility import LineAnnouncer, StatusAnnouncer, announcements_supported, spoken_duration
 from captioner.ui.colour_presets import AA_RATIO, AAA_RATIO, PRESETS, matching_preset
 from captioner.ui.overlay_keys import STEP_PX, stepped

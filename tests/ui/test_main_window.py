@@ -221,7 +221,7 @@ def test_long_sentence_then_turn_boundary_is_shown_once(make_window):
 
 
 def test_a_segment_announced_again_updates_its_line(make_window):
-    from captioner.transcript.model import Segment
+    from captioner.transcript.segment import Segment
 
     win, _ = make_window()
     first = Segment("You", 1.0, 2.0, " hello there.", False, "sentence")

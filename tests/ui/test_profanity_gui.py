@@ -11,8 +11,8 @@ from ui_fakes import run_and_stop, speech
 
 from captioner.ui.caption_model import CaptionModel
 from captioner.events import TextDelta
-from captioner.transcript.model import Segment
 from captioner.transcript.profanity import ProfanityFilter
+from captioner.transcript.segment import Segment
 from captioner.ui.settings import Keys, profanity_filter
 from captioner.ui.settings_dialog import SettingsDialog
 

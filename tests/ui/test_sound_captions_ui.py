@@ -8,7 +8,7 @@ from PySide6.QtGui import QTextCursor
 
 from captioner.engine.sound_captions import OFF, ON
 from captioner.events import SoundEvent, TextDelta, TurnBoundary
-from captioner.transcript.model import Segment
+from captioner.transcript.segment import Segment
 from captioner.ui.caption_model import CaptionModel, sound_caption
 from captioner.ui.overlay import CaptionOverlay
 from captioner.ui.settings import Keys, sound_options

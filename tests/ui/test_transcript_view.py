@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QTextCursor
 
-from captioner.transcript.model import Segment
+from captioner.transcript.segment import Segment
 from captioner.ui.transcript_view import TranscriptView
 
 pytestmark = pytest.mark.gui
