@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider, QWidget
+from PySide6.QtWidgets import (
+    QAbstractScrollArea, QAbstractSlider, QAbstractSpinBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QSlider,
+    QWidget,
+)
 
 
 def standard_keys(key: QKeySequence.StandardKey, fallback: str) -> list[QKeySequence]:
@@ -56,3 +60,35 @@ def add_slider_row(form: QFormLayout, label: str, slider: QSlider, shown: Callab
     if isinstance(name, QLabel):
         name.setBuddy(slider)
     return value
+
+
+class WheelGuard(QObject):
+    """Event filter of a scrolled form: the mouse wheel over a combo box, spin box or slider that
+    does not have the keyboard focus scrolls the form instead of changing the value (Qt's default
+    changed settings the user only scrolled past). Click or Tab into a control to use the wheel on it.
+
+    Args:
+        scroll: the scroll area the wheel moves instead.
+    """
+
+    def __init__(self, scroll: QAbstractScrollArea) -> None:
+        super().__init__(scroll)
+        self.scroll = scroll
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Wheel and isinstance(obj, QWidget) and not obj.hasFocus():
+            QCoreApplication.sendEvent(self.scroll.verticalScrollBar(), event)
+            return True
+        return False
+
+
+def guard_wheel(scroll: QAbstractScrollArea) -> WheelGuard:
+    """Install a :class:`WheelGuard` on every combo box, spin box and slider inside ``scroll``'s
+    widget, and let them take the focus by click or Tab only (not by the wheel). Call it once the
+    form is built; returns the guard (owned by ``scroll``)."""
+    guard = WheelGuard(scroll)
+    for kind in (QComboBox, QAbstractSpinBox, QAbstractSlider):
+        for widget in scroll.widget().findChildren(kind):
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            widget.installEventFilter(guard)
+    return guard

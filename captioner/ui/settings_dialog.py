@@ -37,7 +37,7 @@ from captioner.ui.colour_presets import CUSTOM, PRESETS, matching_preset, preset
 from captioner.ui.global_shortcuts.keys import ComboError, check_global, parse
 from captioner.ui.overlay import always_on_top_note, contrast_ratio
 from captioner.ui.overlay_keys import MOVE_SHORTCUT
-from captioner.ui.qt_helpers import add_slider_row, standard_keys
+from captioner.ui.qt_helpers import add_slider_row, guard_wheel, standard_keys
 from captioner.ui.settings import Keys, Settings
 from captioner.ui.speaker_settings import SpeakerSettingsBox
 
@@ -268,6 +268,7 @@ class SettingsDialog(QDialog):
         body.addWidget(self.caption_page)
         body.addStretch(1)
         self.scroll.setWidget(content)
+        guard_wheel(self.scroll)  # the wheel scrolls the form, never a setting it passes over
         self.error_label = QLabel("")
         self.error_label.setWordWrap(True)
         self.error_label.setObjectName("shortcut-error")

@@ -4,6 +4,7 @@ already uses, shortcut fields take one key combination, colour buttons stay read
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QKeySequence
 
 from captioner.ui.overlay import contrast_ratio
@@ -76,3 +77,36 @@ def test_dialog_stays_above_the_always_on_top_overlay(qtbot, tmp_path):
     dialog = SettingsDialog(Settings(QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)))
     qtbot.addWidget(dialog)
     assert dialog.windowFlags() & Qt.WindowType.WindowStaysOnTopHint
+
+
+def _wheel(widget, steps: int = -1) -> None:
+    """Turn the mouse wheel over ``widget``'s centre, ``steps`` notches (negative: towards you)."""
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    centre = QPointF(widget.rect().center())
+    ev = QWheelEvent(centre, QPointF(widget.mapToGlobal(widget.rect().center())), QPoint(0, 0),
+                     QPoint(0, 120 * steps), Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
+                     Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, ev)
+
+
+def test_the_wheel_scrolls_the_form_and_never_changes_a_setting_it_passes_over(dialog, qtbot):
+    """Scrolling Settings with the mouse wheel over a combo box or spin box used to change it."""
+    dialog.resize(520, 320)
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    bar = dialog.scroll.verticalScrollBar()
+    assert bar.maximum() > 0  # the form is taller than the dialog
+    preset, size = dialog.preset.currentIndex(), dialog.font_size.value()
+    dialog.scroll.setFocus()
+    _wheel(dialog.preset)
+    _wheel(dialog.font_size)
+    assert (dialog.preset.currentIndex(), dialog.font_size.value()) == (preset, size)
+    assert bar.value() > 0  # the wheel moved the form instead
+    assert dialog.font_size.focusPolicy() == Qt.FocusPolicy.StrongFocus  # Tab and click still reach it
+    dialog.font_size.setFocus()
+    qtbot.waitUntil(dialog.font_size.hasFocus)
+    _wheel(dialog.font_size, 1)
+    assert dialog.font_size.value() == size + dialog.font_size.singleStep()  # in focus, the wheel turns it
