@@ -39,7 +39,7 @@ def main() -> None:
     import captioner.asr.moonshine.model as mm
     from bench.hotwords import count_decoder_runs
     from bench.voice_sets import render_set
-    from captioner.asr.moonshine.line_framing import framed
+    from captioner.asr.moonshine.framings import framed
     from captioner.asr.moonshine.partials import PARTIAL_PAD_S
     from captioner.asr.moonshine.files import default_model_dir
 

@@ -1,6 +1,6 @@
 """A line the two framings leave unsure is read again 10 % slower and 10 % faster (issue 40.1).
 
-The readings are told apart by their length (:func:`captioner.asr.moonshine.line_framing.retimed`
+The readings are told apart by their length (:func:`captioner.asr.moonshine.framings.retimed`
 resamples the clip, then frames it), so a scripted model can answer each one differently.
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.moonshine.line_framing import (FRAME_LEAD_S, FRAME_TAIL_S, FURTHER_RATES, SURE_LOGPROB, LineReader,
-                                        retimed, surest)
+from captioner.asr.moonshine.framings import FRAME_LEAD_S, FRAME_TAIL_S, FURTHER_RATES, SURE_LOGPROB, retimed, surest
+from captioner.asr.moonshine.line_framing import LineReader
 
 SR = 16000
 PAD = int(FRAME_LEAD_S * SR) + int(FRAME_TAIL_S * SR)

@@ -19,7 +19,8 @@ import soundfile as sf
 
 from captioner.asr.moonshine import backend as ms
 from captioner.asr.base import DecodeCancelled
-from captioner.asr.moonshine.line_framing import FRAME_LEAD_S, LineReader
+from captioner.asr.moonshine.framings import FRAME_LEAD_S
+from captioner.asr.moonshine.line_framing import LineReader
 from tests.test_further_framings import Cancellable, Scripted, line
 from tests.test_shared_vad import CountingBatchVad
 

@@ -13,7 +13,8 @@ import pytest
 import threading
 
 from captioner.asr.base import BackendError, DecodeCancelled
-from captioner.asr.moonshine.line_framing import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB, LineReader
+from captioner.asr.moonshine.framings import FRAME_LEAD_S, FRAME_TAIL_S, SURE_LOGPROB
+from captioner.asr.moonshine.line_framing import LineReader
 from captioner.asr.moonshine.backend import MoonshineBackend
 from tests.speech import have_espeak, normalize_words
 
@@ -220,7 +221,7 @@ def test_a_real_reading_stops_at_its_stop_and_reads_the_same_at_once(tmp_path):
     finally:
         once.close()
     # each piece's framed reading on the helper, and for a piece both framings left unsure one
-    # of its two retimed readings (line_framing.FURTHER_RATES)
+    # of its two retimed readings (framings.FURTHER_RATES)
     assert once.started_at_once >= 3
 
 

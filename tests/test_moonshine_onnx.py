@@ -43,8 +43,9 @@ def clip(tmp_path_factory):
     return load_audio(str(espeak(SENTENCE, tmp_path_factory.mktemp("speech") / "fox.wav")), 16000)
 
 
-def shipped_greedy(audio: np.ndarray, max_tokens: int) -> list[int]:
-    """Greedy tokens of the shipped ``.ort`` graphs (plain session.run, numpy in and out)."""
+def shipped_greedy(audio: np.ndarray, max_tokens: int, min_tokens: int = 0) -> list[int]:
+    """Greedy tokens of the shipped ``.ort`` graphs (plain session.run, numpy in and out); the end
+    token is not chosen before ``min_tokens`` tokens."""
     import onnxruntime as ort
 
     d = default_model_dir()
@@ -58,7 +59,10 @@ def shipped_greedy(audio: np.ndarray, max_tokens: int) -> list[int]:
     for step in range(max_tokens):
         out = dec.run(None, {"input_ids": np.array([[last]], np.int64), "encoder_hidden_states": hidden, **past,
                              "use_cache_branch": np.array([step > 0])})
-        last = int(out[0][0, -1].argmax())
+        logits = out[0][0, -1].copy()
+        if step < min_tokens:
+            logits[2] = -np.inf
+        last = int(logits.argmax())
         if last == 2:
             break
         tokens.append(last)

@@ -13,7 +13,8 @@ import pytest
 from bench.final_reading import reading_audio
 from bench.reading_choice import choose, policy_text, read_count
 from bench.reading_vote import Reading
-from captioner.asr.moonshine.line_framing import SURE_LOGPROB, LineReader
+from captioner.asr.moonshine.framings import SURE_LOGPROB
+from captioner.asr.moonshine.line_framing import LineReader
 
 SR = 16000
 

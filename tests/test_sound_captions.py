@@ -236,6 +236,114 @@ def test_live_sources_each_get_their_detector_with_shifted_times(tmp_path, monke
     assert starts and all(s == pytest.approx(0.5 + live.time_offset) for s in starts) and live.time_offset >= 2.5
 
 
+class _Scripted:
+    """A system-audio source the test pushes blocks into (``_push``), with scripted stalls."""
+
+    @staticmethod
+    def make(clock):
+        from captioner.audio.source import AudioSource
+
+        class Scripted(AudioSource):
+            kind = "system"
+            description = "scripted monitor"
+            supervised = True  # it handles its own stalls (no watchdog silence check)
+
+            def _open(self):
+                return SR, 1
+
+            def _close(self):
+                pass
+
+        return Scripted("Meeting", clock=clock)
+
+
+class _GatedBackend(FakeBackend):
+    """A :class:`FakeBackend` whose model call waits for ``gate`` (a line being read for long)."""
+
+    def __init__(self):
+        super().__init__(batch_size=1, word="m")
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def step(self, rows):
+        self.entered.set()
+        assert self.gate.wait(30)
+        return super().step(rows)
+
+
+def _seen(events, pred):
+    """A ``threading.Event`` set once ``events`` (appended to from the captioner's threads) holds a match."""
+    flag = threading.Event()
+
+    def record(ev):
+        events.append(ev)
+        if pred(ev):
+            flag.set()
+
+    return record, flag
+
+
+def test_live_sound_is_captioned_while_the_speech_model_is_still_busy(monkeypatch):
+    """Issue 49: a sound's caption comes from the capture thread as soon as its patches are in,
+    not with the speech model's next row (2-4 s late live while a line was being read)."""
+    from tests.audio_fakes import FakeClock
+
+    monkeypatch.setattr(sound_captions, "_default_detector", lambda: FakeDetector([(0.2, "phone ringing")]))
+    backend = _GatedBackend()
+    clock = FakeClock(100.0)
+    src = _Scripted.make(clock)
+    events: list = []
+    record, rang = _seen(events, lambda e: isinstance(e, SoundEvent))
+    live = LiveCaptioner(backend, [src], record, sounds=ON)
+    live._sound_models.detector(0, wait_s=10)  # the (fake) model is loaded before the audio comes
+    live.start()
+    x = tone(2.0, SR, 300.0, 0.5)
+    for i in range(20):
+        clock.advance(0.1)
+        src._push(x[i * 1600:(i + 1) * 1600, None])
+    assert backend.entered.wait(10)  # the speech model is stuck in its first chunk ...
+    assert rang.wait(10)  # ... and the sound is captioned meanwhile
+    (ring,) = _sounds(events)
+    assert (ring.source, ring.label, ring.start, ring.end) == ("Meeting", "phone ringing", 0.2, 0.2 + SPAN_S)
+    assert not [e for e in events if isinstance(e, TextDelta) and e.final]
+    backend.gate.set()
+    assert live.stop(drain=True, timeout=10)
+    assert len(_sounds(events)) == 1
+    assert len([e for e in events if isinstance(e, TextDelta) and e.final and e.text.strip()]) == 20
+
+
+def test_live_sound_after_a_gap_keeps_its_true_time(monkeypatch):
+    """A source that stalls and resumes: the detector starts afresh after the gap, and a sound
+    there takes the stream time the words after the gap take (audio before + the gap)."""
+    from tests.audio_fakes import FakeClock
+
+    monkeypatch.setattr(sound_captions, "_default_detector", lambda: FakeDetector([(0.2, "doorbell")]))
+    clock = FakeClock(100.0)
+    src = _Scripted.make(clock)
+    events: list = []
+    record, resumed = _seen(events, lambda e: isinstance(e, SoundEvent) and e.start > 2.0)
+    live = LiveCaptioner(FakeBackend(batch_size=1, word="m"), [src], record, sounds=ON)
+    live._sound_models.detector(0, wait_s=10)
+    live.start()
+    x = tone(2.0, SR, 300.0, 0.5)
+    for i in range(20):  # 2.0 s, then the device stalls
+        clock.advance(0.1)
+        src._push(x[i * 1600:(i + 1) * 1600, None])
+    src._push_break(SR, 1)
+    clock.advance(5.0)  # audio returns 5 s later
+    for i in range(20):
+        src._push(x[i * 1600:(i + 1) * 1600, None])
+        clock.advance(0.1)
+    assert resumed.wait(10)
+    assert live.stop(drain=True, timeout=10)
+    (gap,) = [e for e in events if isinstance(e, Notice) and e.code == "gap"]
+    after = [e for e in events if isinstance(e, TextDelta) and e.final and e.text.strip() and e.start >= 2.0]
+    first, second = _sounds(events)
+    assert first.start == 0.2
+    assert second.start == pytest.approx(after[0].start + 0.2, abs=1e-6)  # 2.0 s + the 4.9 s gap + 0.2 s
+    assert second.start == pytest.approx(2.0 + 4.9 + 0.2, abs=0.01)
+
+
 def test_a_detector_that_breaks_is_one_notice_and_speech_goes_on():
     models = SoundModels(1, lambda: FakeDetector([(5.0, "music")], fail_after_s=1.0), wait_s=10)
     session = StreamingSession(FakeBackend(), "x", turns=False, sounds=models.tracker(0, "x"))

@@ -25,6 +25,7 @@ import numpy as np
 from captioner.audio.levels import LevelMeter
 from captioner.audio.source import AudioSource
 from captioner.engine.session import StreamingSession
+from captioner.engine.sound_captions import SoundTracker
 from captioner.events import Notice
 
 
@@ -50,6 +51,11 @@ class Lane:
         ended: the decode thread ended the session.
         gaps_decoded: seconds of gaps the decode thread has passed.
         shift: stream time (s) of the session's t=0 (samples before it + gaps).
+        sounds: the source's sound detector (issue 49), fed by the capture thread as the audio is
+            queued, so a sound's caption never waits for the speech model; ``None``: off.
+        gap_samples: samples of gaps the capture thread has queued markers for (at the source's
+            rate): ``pushed + gap_samples`` is the stream index of the next queued sample, in the
+            times the session's events take once :attr:`shift` is added.
     """
 
     source: AudioSource
@@ -68,15 +74,21 @@ class Lane:
     drops_reported: int = 0
     gaps_decoded: float = 0.0
     shift: float = 0.0
+    sounds: SoundTracker | None = None
+    gap_samples: int = 0
 
     @property
     def pending_samples(self) -> int:
         """Samples queued and not yet taken (decoded or skipped)."""
         return self.pushed - self.popped
 
-    def enqueue(self, samples: np.ndarray, max_pending: int) -> None:
+    def enqueue(self, samples: np.ndarray, max_pending: int) -> np.ndarray:
         """Queue ``[n] float32`` samples (capture thread); past ``max_pending`` queued samples the
-        rest is dropped and counted (``dropped``, ``drops``), never silently."""
+        rest is dropped and counted (``dropped``, ``drops``), never silently.
+
+        Returns:
+            The samples queued (``samples`` or its first part; ``[0]`` when all were dropped).
+        """
         room = max_pending - self.pending_samples
         if len(samples) > room:  # keep what fits, drop (and count) the rest
             self.dropped += len(samples) - max(0, room)
@@ -85,6 +97,7 @@ class Lane:
         if len(samples):
             self.pending.append(samples)
             self.pushed += len(samples)
+        return samples
 
     def mark_gap(self, gap: Gap) -> None:
         """Queue a gap marker (capture thread): the decoder restarts the session there."""

@@ -10,7 +10,9 @@ to the backend's ``B`` rows per call), and hands every event to ``on_event``:
 * :class:`~captioner.events.TextDelta` / ``TurnBoundary`` / ``VadProbabilities`` /
   ``VoiceActivity`` from the sessions, labelled with the source's current label, and
   :class:`~captioner.events.SoundEvent` (a sound that is not speech started, issue 49) when
-  sound captions are on;
+  sound captions are on, from the capture thread as soon as the detector decides (see
+  :mod:`captioner.engine.live_capture`), so it may come before the final text of words said
+  before it; its times put it in order in the transcript;
 * :class:`~captioner.events.Level` per source, about 20 per second;
 * :class:`~captioner.events.Stats` per source about once a second (backlog =
   audio queued at the source + audio waiting in the session; dropped seconds and
@@ -217,9 +219,9 @@ class LiveCaptioner(CaptureThread, LiveStats):
         models = self._sound_models
         self._lanes = [
             Lane(s, StreamingSession(self.backend, s.label, self.turns,
-                                     make_tracker(self.speakers, s.kind, s.target_rate, self._speaker_registry),
-                                     sounds=models.tracker(i, s.label, s.target_rate) if models is not None else None),
-                 LevelMeter(s.label, s.target_rate, self.level_interval_s))
+                                     make_tracker(self.speakers, s.kind, s.target_rate, self._speaker_registry)),
+                 LevelMeter(s.label, s.target_rate, self.level_interval_s),
+                 sounds=models.tracker(i, s.label, s.target_rate) if models is not None else None)
             for i, s in enumerate(self.sources)
         ]
         self._halt.clear()
@@ -364,6 +366,10 @@ class LiveCaptioner(CaptureThread, LiveStats):
         before = {id(lane): lane.session.stats() for lane in lanes}  # end() resets the sessions
         self._emit_all(_feed([(lane.session, None) for lane in lanes], end=True))
         for lane in lanes:
+            if lane.sounds is not None:  # capture is done: the detector is this thread's now
+                with model_call():
+                    for ev in lane.sounds.finish():
+                        self._emit(ev)
             if lane.end_notice is not None:
                 self._emit(lane.end_notice)
         self._emit_stats(lanes, before)

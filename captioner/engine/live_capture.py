@@ -6,6 +6,13 @@ watchdog, the wake-up events, ``_emit``). It reads every source about every 10-2
 (conversion, levels, watchdog) into the source's lane, so a slow model never delays level
 meters, device-loss detection or the capture queues; the decode thread feeds the lanes to the
 sessions.
+
+Sound captions (issue 49) are detected here too, on the audio as it is queued, and emitted at
+once: a sound's caption waits for its own 0.96 s patches and never for the speech model (fed by
+the decode thread from the same queue, it may be reading a line for up to a second, and a sound
+handed over with the next decoded row came 2-4 s late live). Its times are the queue's stream
+times (:attr:`~captioner.engine.lanes.Lane.gap_samples`), which are the times the session's
+events take, so the transcript (kept in time order) puts each sound where it was heard.
 """
 
 from __future__ import annotations
@@ -13,8 +20,12 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
 from captioner.engine.lanes import Gap, Lane
+from captioner.engine.session import sanitize
 from captioner.events import Notice
+from captioner.native_calls import ProcessExiting, model_call
 
 log = logging.getLogger("captioner.engine.live")
 
@@ -81,14 +92,31 @@ class CaptureThread:
             lane.meter.source = src.label
             for level in lane.meter.feed(block.samples):
                 self._emit(level)
-            self._enqueue(lane, block.samples)
+            at = lane.pushed + lane.gap_samples
+            self._sounds(lane, self._enqueue(lane, block.samples), at)
         if final:
             lane.capture_done = True
         return block is not None
 
+    def _sounds(self, lane: Lane, samples: np.ndarray, at: int) -> None:
+        """Run ``lane``'s sound detector over the ``[n] float32`` samples just queued (stream index
+        ``at``) and emit the sounds that started (and a sound-model notice) now."""
+        if lane.sounds is None or not len(samples):
+            return
+        try:
+            with model_call():  # an ONNX Runtime call (captioner.native_calls)
+                events = lane.sounds.feed(sanitize(samples)[0], at)  # NaN as silence, clipped, as the session does
+        except ProcessExiting:
+            return
+        for ev in events:
+            self._emit(ev)
+
     def _gap(self, lane: Lane, block) -> None:
         """Queue a gap marker before ``block``; its notice (true times) follows the words before it."""
         t1 = self.time_offset + block.start
+        lane.gap_samples += int(round(block.gap_before * lane.source.target_rate))
+        if lane.sounds is not None:
+            lane.sounds.reset()  # the audio after a gap is a new stream for the detector's patches
         lane.mark_gap(Gap(block.gap_before, Notice(
             f"No audio from {lane.source.label} between {_clock(t1 - block.gap_before)} and {_clock(t1)} "
             f"({block.gap_before:.1f} s); the transcript's times continue after the gap.",
@@ -97,8 +125,9 @@ class CaptureThread:
             lane.source.label,
         )))
 
-    def _enqueue(self, lane: Lane, samples) -> None:
-        lane.enqueue(samples, int(self.max_backlog_s * lane.source.target_rate))
+    def _enqueue(self, lane: Lane, samples) -> np.ndarray:
+        """Queue ``samples`` on ``lane``; returns the part queued (the rest past the backlog is dropped)."""
+        return lane.enqueue(samples, int(self.max_backlog_s * lane.source.target_rate))
 
     def _sleep_s(self, lanes: list[Lane]) -> float:
         waits = [self.poll_s]

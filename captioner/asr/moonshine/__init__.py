@@ -9,7 +9,8 @@ The backend (:class:`~captioner.asr.base.Backend`) is :class:`captioner.asr.moon
   greedy decoder), ``draft_tokens`` (drafted decoding);
 - hotwords: ``hotwords`` (shallow fusion), ``hotword_speculation``, ``hotword_respell``;
 - lines: ``lines`` (cutting a stream into lines with the VAD), ``line_framing`` (a completed line's
-  final text from its framings), ``line_pool`` (a file's lines read on two cores), ``repeats``;
+  final text from its framings), ``framings`` (the framings' geometry and the choice of the surest
+  reading), ``line_pool`` (a file's lines read on two cores), ``repeats``;
 - partials: ``partials`` (re-decodes of the open line), ``partial_worker`` (their thread),
   ``agreement`` (LocalAgreement), ``steady_tail`` (what of a re-decode is shown);
 - ``line_state`` (one session's state), ``backend`` (the backend).

@@ -221,7 +221,7 @@ class MoonshineBackend(Partials, Backend):
     def _lines(self, state: LineState, events: list[LineEvent], at_end: bool = False) -> list[Event]:
         """Turn the segmenter's line events into finals (decoding completed lines now, or on the
         line pool: a :class:`~captioner.asr.base.PendingLine` each); ``at_end``: the input
-        ended (the line is decoded with :data:`~captioner.asr.moonshine.line_framing.END_PAD_S` appended)."""
+        ended (the line is decoded with :data:`~captioner.asr.moonshine.framings.END_PAD_S` appended)."""
         out: list[Event] = []
         sr = self.sample_rate
         for ev in events:

@@ -21,6 +21,9 @@ contextual-biasing literature), adapted to greedy decoding:
 * A place gets at most :data:`MAX_TRIES` hotwords steered and given back (each try costs
   a decoder step), and a hotword starts only where the model itself starts a new word (or
   after punctuation): it replaces a word, never splits one.
+* A reading the model ends at its first step (it hears no words: a clip that starts inside a
+  word can read so, see :mod:`captioner.asr.moonshine.empty_lines`) is never steered into a
+  hotword: "Siobhan, thanks" for "...ning everyone" gave a false name alert (issue 49).
 * No loop: a hotword just completed gets no bonus to start again until
   :data:`REENTRY_WORDS` other words were decoded, no hotword gets a bonus to start right
   after another one (no chains of names), and the re-decoding a clip may do is capped at
@@ -69,6 +72,16 @@ REENTRY_WORDS = 8
 #: floor: 67.6 %, 23.4 % -- between -12 and -15 lay three hotwords that were said
 #: (Oravelle, Ferreira, Nimbusoft), below -15 two pushed in where another word was said.
 KEEP_FACTOR = 2.5
+#: The same for a steered hotword that begins a reading (its line's first word): at least
+#: ``-FIRST_KEEP_FACTOR * min(boost, DEFAULT_BOOST)`` (-12 nats at the default boost). A line's first
+#: word is the model's least sure, most of all when the capture started inside it, and the bonus
+#: wrote a listed name there for it ("Siobhan: it was delayed by almost three hours" for "My flight
+#: was delayed..."): false name alerts (issue 49). Measured 2026-12-08, every reading of the lines,
+#: boost 6: steered hotwords that begin a reading, on the name clips of ``bench/hotword_readings.py``
+#: (names said) -17.0 to -0.7 nats, 41 of 46 kept at -15, 37 at -12, 32 at -10; on
+#: ``bench/alert_starts.py``'s clips at offset 0.3 s with six names nobody says, 100 of 185 kept at
+#: -15, 12 at -12, 1 at -10. Later in a reading the unsaid ones are fewer and not so far below.
+FIRST_KEEP_FACTOR = 2.0
 #: Hotwords tried (steered, then given back) at one place of a clip before the plain
 #: choice stands there. Each try costs a decoder step; measured on ``bench/hotwords.py``
 #: (boost 6, before the second pass): 1 try 53 % recall and 1.13x decoder steps with 500
@@ -106,6 +119,7 @@ class HotwordTree:
         self.words = tuple(words)
         self.boost = check_boost(boost)
         self.floor = -KEEP_FACTOR * min(self.boost, DEFAULT_BOOST)
+        self.first_floor = -FIRST_KEEP_FACTOR * min(self.boost, DEFAULT_BOOST)
         self.children: list[dict[int, int]] = [{}]
         self.word_of: list[int] = [-1]
         spaced: set[int] = set()
@@ -320,7 +334,7 @@ class Biasing:
     def finish(self, tokens: list[int]) -> list[int]:
         """``tokens`` less a steered match still open when the token budget ran out."""
         tree = self.tree
-        if tree is not None and self.cost > 0 and (tree.word_of[self.node] < 0 or self._log_prob() < tree.floor):
+        if tree is not None and self.cost > 0 and (tree.word_of[self.node] < 0 or self._log_prob() < self._floor()):
             return tokens[: self.snapshot.pos]
         return tokens
 
@@ -336,6 +350,8 @@ class Biasing:
             return tree.child_ids[node] if node else None  # right after a hotword: none starts (no chains)
         if len(self.bans.get(len(tokens), ())) >= MAX_TRIES:
             return tree.child_ids[node] if node else None  # one try per place: a bonus given back is not retried
+        if best == END and not tokens:  # the model reads the clip as nothing: a name never fills it
+            return None
         prev = tokens[-1] if tokens else START
         if tree.opens[prev]:
             roots = tree.bare_roots
@@ -392,7 +408,7 @@ class Biasing:
                 self._enter(tokens, child, token, cost, logits)
                 return True
             complete = tree.word_of[node] >= 0 and tree.starts_word[token]
-            if self.cost > 0 and (not complete or self._log_prob() < tree.floor):
+            if self.cost > 0 and (not complete or self._log_prob() < self._floor()):
                 return False  # left before its end, ended inside a longer word, or too unlikely
             self.node, self.cost, self.snapshot, self.path = 0, 0.0, None, []
         first = tree.children[0].get(token)
@@ -411,6 +427,12 @@ class Biasing:
         self.path.append((logits, token))
         if self.tree.word_of[child] >= 0:  # a hotword ends here (if the next token begins a word)
             self.completed.append((len(tokens) + 1, self.snapshot.token))
+
+    def _floor(self) -> float:
+        """What the open steered match's tokens need in all to be kept (nats): ``tree.floor``, or
+        ``tree.first_floor`` for a match that begins the reading (:data:`FIRST_KEEP_FACTOR`)."""
+        snap = self.snapshot
+        return self.tree.first_floor if snap is not None and snap.pos == 0 else self.tree.floor
 
     def _log_prob(self) -> float:
         """Log-probability the model alone gives the open match's tokens (log-softmax of

@@ -84,6 +84,8 @@ class MoonshineModel:
     cancellable = True
     #: the readings take ``draft`` (an earlier reading's tokens: :meth:`decode`)
     drafts = True
+    #: :meth:`transcribe_scored` takes ``min_tokens`` (:mod:`captioner.asr.moonshine.empty_lines`)
+    forces_words = True
 
     def __init__(self, model_dir: str | os.PathLike, *, cache_root: str | os.PathLike | None = None,
                  progress: Progress | None = None, prepared: PreparedModel | None = None) -> None:
@@ -134,10 +136,10 @@ class MoonshineModel:
 
     def generate(self, audio: np.ndarray, max_tokens: int | None = None, bias: HotwordTree | None = None,
                  logprobs: list[float] | None = None, stop: threading.Event | None = None,
-                 draft: Sequence[int] | None = None) -> list[int]:
+                 draft: Sequence[int] | None = None, min_tokens: int = 0) -> list[int]:
         """Greedy token ids of ``[n] float32`` 16 kHz samples (without start/end tokens).
 
-        ``bias``, ``logprobs``, ``stop`` and ``draft``: see :meth:`decode`.
+        ``bias``, ``logprobs``, ``stop``, ``draft`` and ``min_tokens``: see :meth:`decode`.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -149,11 +151,11 @@ class MoonshineModel:
             raise DecodeCancelled("the reading is not needed any more")
         hidden = self.encode(audio)
         budget = self.max_tokens(len(audio)) if max_tokens is None else int(max_tokens)
-        return self.decode(hidden, budget, bias, logprobs, stop, draft)
+        return self.decode(hidden, budget, bias, logprobs, stop, draft, min_tokens)
 
     def decode(self, hidden: np.ndarray, max_tokens: int, bias: HotwordTree | None = None,
                logprobs: list[float] | None = None, stop: threading.Event | None = None,
-               draft: Sequence[int] | None = None) -> list[int]:
+               draft: Sequence[int] | None = None, min_tokens: int = 0) -> list[int]:
         """Greedy decoding from encoder states ``[1, T, 416]``, at most ``max_tokens`` tokens.
 
         Args:
@@ -174,6 +176,11 @@ class MoonshineModel:
                 (up to rounding between one run on many positions and one step per
                 position: log-probabilities within ~5e-3 with the 8-bit decoder's int8
                 products). Not used with ``bias`` (the hotwords steer each step).
+            min_tokens: the end token is not chosen before this many tokens (transformers'
+                ``min_new_tokens``: its logit is set to -inf for the choice). The log-probabilities
+                kept are still the model's own, the end token's share included (unlike
+                transformers' processed scores): a word forced where the model would have
+                ended scores as unlikely as the model found it.
 
         Raises:
             BackendError: ONNX Runtime failed.
@@ -223,7 +230,10 @@ class MoonshineModel:
                     outs = binding.get_outputs()
                 else:
                     outs, pending = pending, None
-                logits = outs[0].numpy()[0, -1]
+                logits = raw = outs[0].numpy()[0, -1]
+                if len(tokens) < min_tokens:  # transformers' min_new_tokens: the end token may not come yet
+                    logits = logits.copy()
+                    logits[END] = -np.inf
                 if biasing is None:
                     token, chosen = int(np.argmax(logits)), logits
                 else:  # may shorten tokens and hand back an earlier step's outputs
@@ -246,7 +256,7 @@ class MoonshineModel:
                         continue
                 if logprobs is not None:
                     del logprobs[len(tokens):]
-                    logprobs.append(log_softmax_at(chosen, token))
+                    logprobs.append(log_softmax_at(raw if chosen is logits else chosen, token))
                 if token == END:
                     break
                 tokens.append(token)
@@ -265,20 +275,21 @@ class MoonshineModel:
 
     def transcribe_scored(self, audio: np.ndarray, bias: HotwordTree | None = None,
                           stop: threading.Event | None = None,
-                          draft: Sequence[int] | None = None) -> tuple[str, float]:
+                          draft: Sequence[int] | None = None, min_tokens: int = 0) -> tuple[str, float]:
         """Text of ``[n] float32`` 16 kHz samples and the mean log-probability (natural log,
         <= 0) of its greedy tokens, the end token included: the model's confidence in
         its reading, comparable between framings of one line. ``("", 0.0)`` for < 0.1 s;
         ``bias``: hotwords to prefer (the tokens that spell one are left out of the mean:
         :func:`~captioner.asr.moonshine.hotwords.reading_score`), ``stop``: cancels the
-        reading, ``draft``: tokens the reading likely starts with (:meth:`decode`).
+        reading, ``draft``: tokens the reading likely starts with, ``min_tokens``: no end
+        token before this many (:meth:`decode`).
 
         Raises:
             BackendError: ONNX Runtime failed.
             DecodeCancelled: ``stop`` was set.
         """
         logprobs: list[float] = []
-        ids = self.generate(audio, bias=bias, logprobs=logprobs, stop=stop, draft=draft)
+        ids = self.generate(audio, bias=bias, logprobs=logprobs, stop=stop, draft=draft, min_tokens=min_tokens)
         return self.tokenizer.decode(ids), reading_score(ids, logprobs, bias)
 
     def transcribe(self, audio: np.ndarray, bias: HotwordTree | None = None,
