@@ -72,7 +72,7 @@ def run_clip(backend, audio) -> tuple[list[str], list[str]]:
 def child(args) -> None:
     import jiwer
 
-    from bench.empty_lines import TAIL_S, norm, reference, speech_set  # this checkout's (no captioner import)
+    from bench.empty_lines import mid_word_clips, norm, reference, speech_set  # this checkout's (no captioner import)
 
     sys.path.insert(0, args.code)
     from captioner.asr import load_backend
@@ -83,26 +83,20 @@ def child(args) -> None:
     t0 = time.perf_counter()
     for name in SETS:
         audio, sentences = speech_set(name)
-        rate = 16000
-        for i, s in enumerate(sentences):
-            stop = s["end"] + TAIL_S
-            if i + 1 < len(sentences):
-                stop = min(stop, sentences[i + 1]["start"] - 0.05)
-            for off in OFFSETS:
-                clip = audio[int((s["start"] + off) * rate):int(stop * rate)]
-                lines, alerts = run_clip(backend, clip)
-                ref, _ = reference(s["text"], s["start"], s["end"], off)
-                refs.append(norm(ref) or "-")
-                hyps.append(norm(" ".join(lines)))
-                if alerts or not lines:
-                    clips.append({"set": name, "sentence": i, "off": off, "text": " ".join(lines), "alerts": alerts,
-                                  "said": s["text"]})
+        for i, s, off, a, b in mid_word_clips(sentences, OFFSETS):
+            lines, alerts = run_clip(backend, audio[a:b])
+            ref, _ = reference(s["text"], s["start"], s["end"], off)
+            refs.append(norm(ref) or "-")
+            hyps.append(norm(" ".join(lines)))
+            if alerts or not lines:
+                clips.append({"set": name, "sentence": i, "off": off, "text": " ".join(lines), "alerts": alerts,
+                              "said": s["text"]})
         lines, alerts = run_clip(backend, audio)
         whole.append({"set": name, "alerts": alerts, "lines": len(lines)})
     n = len(refs)
     alerted = [c for c in clips if c["alerts"]]
     print(json.dumps({
-        "code": args.code, "clips": n, "clips_alerted": len(alerted), "alerts": sum(len(c["alerts"]) for c in alerted),
+        "clips": n, "clips_alerted": len(alerted), "alerts": sum(len(c["alerts"]) for c in alerted),
         "clips_empty": sum(1 for c in clips if not c["text"]),
         "wer": round(jiwer.wer(refs, hyps), 4), "alerted": alerted,
         "empty": [c for c in clips if not c["text"]], "whole_sets": whole,
@@ -149,7 +143,8 @@ def main() -> None:
             if out.returncode:
                 result["runs"][run] = {"error": out.stderr[-2000:]}
                 continue
-            result["runs"][run] = json.loads(out.stdout.strip().splitlines()[-1])
+            result["runs"][run] = {"code": f"git {args.before_rev}" if run == "before" else "working tree",
+                                   **json.loads(out.stdout.strip().splitlines()[-1])}
     result["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]
     for run in result["runs"].values():
         if "alerted" in run:

@@ -5,8 +5,8 @@ capture started while someone talks): all five readings of the line
 (``captioner/asr/moonshine/line_framing.py``) are empty and the line is lost. ``empty_lines``
 reads such a line (>= ``MIN_S``) again with the end token held back for one token and keeps the
 surest forced reading if its mean log-probability reaches ``FLOOR``. Every part below runs twice
-on the same audio in one process with one loaded backend: ``before`` (``empty_lines.ENABLED =
-False``) and ``after`` (``True``):
+on the same audio in one process with one loaded backend: ``before`` (:class:`Recorder` with
+``enabled`` False: the line reader's re-read returns nothing, as before it existed) and ``after``:
 
 1. **mid_word**: each sentence of the espeak-ng sets ``set1``-``set4`` (``bench/voice_sets.py``)
    and the natural-voice sets ``nat4``, ``nat6quick``, ``nat12blend``
@@ -163,24 +163,35 @@ def word_diff(a: str, b: str) -> list[str]:
     return out
 
 
+def home_relative(path: Path) -> str:
+    """``path`` as written in a results file: ``~/...`` under the home folder (no machine's own paths)."""
+    try:
+        return "~/" + str(Path(path).relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 # -- the backend and its re-read -----------------------------------------------------------------
 class Recorder:
     """Wraps ``line_framing.reread_empty`` (the name the line reader calls) to record each call:
     the line's length, the five forced readings ``(text, score)``, the surest of them whatever
-    its score (what ``FLOOR`` is held against) and what the call returned."""
+    its score (what ``FLOOR`` is held against) and what the call returned. With :attr:`enabled`
+    False it returns ``None`` without reading (the ``before`` runs: no line is read again)."""
 
     def __init__(self) -> None:
         from captioner.asr.moonshine import empty_lines, line_framing
 
-        self.empty_lines = empty_lines
         self.line_framing = line_framing
         self.original = empty_lines.reread_empty
         self.calls: list[dict] = []
+        self.enabled = True
         line_framing.reread_empty = self.wrapped
 
     def wrapped(self, scored, clip, kw, sample_rate, *args, **kwargs):
         from captioner.asr.moonshine.framings import surest
 
+        if not self.enabled:
+            return None
         readings: list[tuple[str, float]] = []
 
         def recording(audio, **kw2):
@@ -189,15 +200,14 @@ class Recorder:
             return text, score
 
         out = self.original(recording, clip, kw, sample_rate, *args, **kwargs)
-        if self.empty_lines.ENABLED:
-            rec = {"line_s": round(len(clip) / sample_rate, 2), "readings": [[t, round(s, 3)] for t, s in readings],
-                   "kept": out is not None}
-            if readings:
-                best = surest(readings, len(clip), sample_rate)
-                rec["best"], rec["score"] = best[0], round(best[1], 3)
-            else:  # shorter than MIN_S: not read again
-                rec["best"], rec["score"] = "", None
-            self.calls.append(rec)
+        rec = {"line_s": round(len(clip) / sample_rate, 2), "readings": [[t, round(s, 3)] for t, s in readings],
+               "kept": out is not None}
+        if readings:
+            best = surest(readings, len(clip), sample_rate)
+            rec["best"], rec["score"] = best[0], round(best[1], 3)
+        else:  # shorter than MIN_S: not read again
+            rec["best"], rec["score"] = "", None
+        self.calls.append(rec)
         return out
 
 
@@ -228,7 +238,7 @@ def both(backend, rec: Recorder, audio: np.ndarray, check: bool = True) -> dict:
         if not enabled and not check and not out["rereads"]:
             out.update(before=out["after"], before_lines=out["after_lines"], before_forced=0, before_run=False)
             break
-        rec.empty_lines.ENABLED = enabled
+        rec.enabled = enabled
         n_calls, forced = len(rec.calls), reader.forced
         text, lines = transcribe(backend, audio)
         out[key] = text
@@ -249,23 +259,31 @@ def reference(text: str, start: float, end: float, off: float) -> tuple[str, int
     return " ".join(words[k:]), k
 
 
+def mid_word_clips(sentences: list[dict], offsets: tuple[float, ...], every: int = 1):
+    """The mid-word clips of a set: for every ``every``-th sentence (``text``, ``start``, ``end`` s)
+    and each offset, ``(index, sentence, off, a, b)`` with ``a``/``b`` the clip's first and end
+    sample: from ``start + off`` to ``end +`` :data:`TAIL_S`, never past 0.05 s before the next
+    sentence starts (``bench/alert_starts.py`` cuts the same clips)."""
+    for i, s in enumerate(sentences):
+        if i % every:
+            continue
+        stop = s["end"] + TAIL_S
+        if i + 1 < len(sentences):
+            stop = min(stop, sentences[i + 1]["start"] - 0.05)
+        for off in offsets:
+            yield i, s, off, int((s["start"] + off) * RATE), int(stop * RATE)
+
+
 def mid_word(backend, rec: Recorder, sets: list[str], offsets: tuple[float, ...], every: int) -> dict:
     clips: list[dict] = []
     t0 = time.perf_counter()
     for name in sets:
         audio, sentences = speech_set(name)
-        for i, s in enumerate(sentences):
-            if i % every:
-                continue
-            stop = s["end"] + TAIL_S
-            if i + 1 < len(sentences):
-                stop = min(stop, sentences[i + 1]["start"] - 0.05)
-            for off in offsets:
-                a, b = int((s["start"] + off) * RATE), int(stop * RATE)
-                ref, k = reference(s["text"], s["start"], s["end"], off)
-                r = both(backend, rec, audio[a:b], check=len(clips) % CHECK_EVERY == 0)
-                clips.append({"set": name, "sentence": i, "off": off, "clip_s": round((b - a) / RATE, 2),
-                              "words_dropped": k, "ref": ref, **r})
+        for i, s, off, a, b in mid_word_clips(sentences, offsets, every):
+            ref, k = reference(s["text"], s["start"], s["end"], off)
+            r = both(backend, rec, audio[a:b], check=len(clips) % CHECK_EVERY == 0)
+            clips.append({"set": name, "sentence": i, "off": off, "clip_s": round((b - a) / RATE, 2),
+                          "words_dropped": k, "ref": ref, **r})
         log(f"mid_word {name}: {sum(c['set'] == name for c in clips)} clips, {time.perf_counter() - t0:.0f} s")
     return derive_mid_word({"offsets_s": list(offsets), "every": every, "tail_s": TAIL_S,
                             "wall_s": round(time.perf_counter() - t0, 1), "clips": clips}, sets)
@@ -390,7 +408,7 @@ def non_speech(backend, rec: Recorder) -> dict:
                 "rereads": sum(c["score"] is not None for r in rs for c in r["rereads"]), **checks(rs)}
 
     plain = [r for r in rows if not r["speech_like"]]
-    return {"cache": str(cache_dir()), "failed_to_load": failed,
+    return {"cache": home_relative(cache_dir()), "failed_to_load": failed,
             "non_speech": count(plain), "speech_like": count([r for r in rows if r["speech_like"]]),
             "new_words": [{"sound": r["sound"], "before": r["before"], "after": r["after"],
                            "forced": [{"text": c["best"], "score": c["score"]} for c in r["rereads"] if c["kept"]]}
@@ -470,7 +488,6 @@ def main() -> None:
         if "non_speech" in parts:
             result["non_speech"] = non_speech(backend, rec)
     finally:
-        empty_lines.ENABLED = True
         rec.line_framing.reread_empty = rec.original
     result["floor_choice"] = floor_choice(result)
     result["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]

@@ -60,7 +60,7 @@ def test_a_forced_guess_under_the_floor_leaves_the_line_empty():
     assert LineReader(model).read(line(2.0)) == "You"
 
 
-def test_short_lines_models_without_it_and_a_stop_are_not_read_again(monkeypatch):
+def test_short_lines_models_without_it_and_a_stop_are_not_read_again():
     model = EmptyFirst([("Hm.", -0.1)] * FIVE)
     assert LineReader(model).read(line(empty_lines.MIN_S - 0.05)) == ""
     assert 1 not in model.calls
@@ -76,9 +76,6 @@ def test_short_lines_models_without_it_and_a_stop_are_not_read_again(monkeypatch
     reader._hurry.set()  # a Stop: every line keeps the readings it has
     assert reader.read(line(2.0)) == "" and 1 not in stopped.calls
 
-    monkeypatch.setattr(empty_lines, "ENABLED", False)
-    off = EmptyFirst([("Hm.", -0.1)] * FIVE)
-    assert LineReader(off).read(line(2.0)) == "" and 1 not in off.calls
 
 
 def test_live_reader_reads_an_empty_line_again_too():

@@ -39,9 +39,6 @@ MIN_S = 1.0
 #: every fill and no sound; the margins are thin (6 and 5 readings).
 FLOOR = -0.7
 
-#: Set False to read as before (``bench/empty_lines.py`` compares both in one run).
-ENABLED = True
-
 
 def reread_empty(scored: Callable[..., tuple[str, float]], clip: np.ndarray, kw: dict,
                  sample_rate: int, rates: Sequence[float] = FURTHER_RATES) -> tuple[str, float] | None:
@@ -63,7 +60,7 @@ def reread_empty(scored: Callable[..., tuple[str, float]], clip: np.ndarray, kw:
         BackendError: the model failed.
         DecodeCancelled: a ``stop`` in ``kw`` was set.
     """
-    if not ENABLED or len(clip) < MIN_S * sample_rate:
+    if len(clip) < MIN_S * sample_rate:
         return None
     kw = {k: v for k, v in kw.items() if k not in ("draft", "bias")}
     clips = [clip, framed(clip, sample_rate)] + [retimed(clip, r, sample_rate) for r in rates]
